@@ -1,0 +1,46 @@
+package dev.berth.engine.spi;
+
+import java.nio.file.Path;
+
+/**
+ * One isolation technology (bubblewrap namespaces, a QEMU microVM, gVisor) behind one interface.
+ *
+ * <p>A driver is stateless between calls apart from caches; everything a sandbox owns lives under the directories
+ * the engine hands it in {@link StartRequest}. Implementations must be thread-safe: the engine calls {@link #start}
+ * for different workspaces concurrently.
+ *
+ * <p>Every driver talks to its sandbox through the same guest agent and protocol
+ * ({@code tool-schemas/agent-protocol.md}); the difference between drivers is only the boundary and what survives park.
+ */
+public interface IsolationDriver {
+
+    /** Stable name used in configuration and tool results: {@code "namespace"}, {@code "microvm"}, {@code "gvisor"}. */
+    String name();
+
+    /** Whether this machine can run the driver, and if not, why (said to the user by {@code berth doctor}). */
+    Availability probe();
+
+    /** What the driver can honestly promise; reported with every workspace. */
+    DriverCapabilities capabilities();
+
+    /**
+     * Starts a sandbox: fresh, from the workspace's own parked state, or forked from a snapshot (see
+     * {@link StartRequest.Mode}). Returns once the guest agent has answered HELLO.
+     *
+     * @throws SandboxException with a message that says what failed and what to do about it
+     */
+    Sandbox start(StartRequest request) throws SandboxException;
+
+    /**
+     * Removes whatever a crashed server may have left for this runtime directory (mounts, processes, sockets).
+     * Called by the engine at start-up for every runtime directory it finds, before it deletes the directory.
+     */
+    void cleanupRuntime(Path runtimeDir);
+
+    /**
+     * Copies the driver's persisted state of a workspace into a snapshot directory while the workspace is parked
+     * (the engine parks a running workspace first only if the driver cannot {@link Sandbox#snapshot} it live).
+     * Most drivers copy their state directory; the microVM driver also keeps the memory image.
+     */
+    void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException;
+}

@@ -1,0 +1,41 @@
+package dev.berth.engine.spi;
+
+import dev.berth.engine.agent.AgentClient;
+import java.nio.file.Path;
+
+/**
+ * One running sandbox, owned by exactly one workspace. Not thread-safe for lifecycle calls (park, snapshot,
+ * destroy): the engine serialises them per workspace. {@link #agent()} may be used concurrently.
+ */
+public interface Sandbox {
+
+    /** The connected guest agent: exec, files, tunnels. */
+    AgentClient agent();
+
+    /** Host process id of the sandbox (bwrap, QEMU), for diagnostics. */
+    long hostPid();
+
+    /**
+     * Stops the sandbox, keeping its state in the workspace's state directory so that
+     * {@link StartRequest.Resume} brings it back. Frees CPU and memory.
+     *
+     * @return whether memory (running processes) was kept, and how large the saved state is
+     */
+    ParkOutcome park() throws SandboxException;
+
+    /**
+     * Writes a snapshot of the running sandbox into {@code snapshotStateDir} and keeps running. Drivers that cannot
+     * snapshot live throw {@link UnsupportedOperationException}; the engine then parks, calls
+     * {@link IsolationDriver#snapshotParked}, and resumes.
+     */
+    ParkOutcome snapshot(Path snapshotStateDir) throws SandboxException;
+
+    /** Kills the sandbox at once. Its state directory is left as is; the runtime directory is cleaned. Idempotent. */
+    void destroy();
+
+    /** True while the sandbox process is alive. */
+    boolean isAlive();
+
+    /** Result of park or snapshot. */
+    record ParkOutcome(boolean memoryKept, long stateBytes, long millis) {}
+}
