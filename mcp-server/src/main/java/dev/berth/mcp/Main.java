@@ -1,0 +1,59 @@
+package dev.berth.mcp;
+
+import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code setup} (prepare this machine; idempotent),
+ * {@code doctor} (which isolation drivers run here and why not the others), {@code version}.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) throws Exception {
+        String cmd = args.length == 0 ? "help" : args[0];
+        List<String> rest = Arrays.asList(args).subList(Math.min(1, args.length), args.length);
+        PrintStream out = System.out;
+        int code;
+        try {
+            Options opts = Options.parse(rest);
+            code = switch (cmd) {
+                case "stdio" -> StdioCommand.run(opts);
+                case "setup" -> SetupCommand.run(opts, out);
+                case "doctor" -> DoctorCommand.run(opts, out);
+                case "version", "--version" -> {
+                    out.println("berth " + BerthServer.VERSION);
+                    yield 0;
+                }
+                case "help", "--help", "-h" -> {
+                    usage(out);
+                    yield 0;
+                }
+                default -> {
+                    System.err.println("berth: unknown command '" + cmd + "'");
+                    usage(System.err);
+                    yield 2;
+                }
+            };
+        } catch (Options.UsageException e) {
+            System.err.println("berth: " + e.getMessage());
+            usage(System.err);
+            code = 2;
+        }
+        System.exit(code);
+    }
+
+    static void usage(PrintStream out) {
+        out.println("""
+                usage: berth <command> [options]
+                  stdio    serve MCP over stdin/stdout (for Claude Code, Claude Desktop, ...)
+                  setup    install and prepare what the isolation drivers need (idempotent)
+                  doctor   say which isolation drivers this machine supports, and why not the others
+                  version  print the version
+                options:
+                  --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,
+                                      else ~/.local/share/berth)
+                  --isolation NAME    default isolation for new workspaces (microvm, namespace)""");
+    }
+}

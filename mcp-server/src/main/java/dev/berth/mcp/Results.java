@@ -1,0 +1,99 @@
+package dev.berth.mcp;
+
+import dev.berth.engine.CloseResult;
+import dev.berth.engine.OpenResult;
+import dev.berth.engine.ParkResult;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.SnapshotInfo;
+import dev.berth.engine.WorkspaceInfo;
+import dev.berth.engine.spi.DriverCapabilities;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** Maps engine results to the structured content the tool output schemas (tool-schemas/) describe. */
+final class Results {
+    private Results() {}
+
+    static Map<String, Object> workspace(WorkspaceInfo w) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workspace", w.id());
+        m.put("name", w.name());
+        m.put("lifecycle", w.lifecycle().wireName());
+        m.put("isolation", w.isolation());
+        m.put("state", w.state().wireName());
+        m.put("capabilities", capabilities(w.capabilities()));
+        m.put("created_at", w.createdAt().toString());
+        m.put("last_used_at", w.lastUsedAt().toString());
+        m.put("from_snapshot", w.fromSnapshot());
+        m.put("active_runs", w.activeRuns());
+        return m;
+    }
+
+    static Map<String, Object> capabilities(DriverCapabilities c) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("boundary", c.boundary());
+        m.put("own_kernel", c.ownKernel());
+        m.put("park_keeps_memory", c.parkKeepsMemory());
+        m.put("snapshot_keeps_memory", c.snapshotKeepsMemory());
+        m.put("accelerator", c.accelerator());
+        return m;
+    }
+
+    static Map<String, Object> open(OpenResult r) {
+        Map<String, Object> m = workspace(r.workspace());
+        m.put("created", r.created());
+        m.put("resumed", r.resumed());
+        m.put("note", r.note());
+        return m;
+    }
+
+    static Map<String, Object> run(RunResult r) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workspace", r.workspace());
+        m.put("exit_code", r.exitCode());
+        m.put("signal", r.signal());
+        m.put("stdout", r.stdout());
+        m.put("stderr", r.stderr());
+        m.put("stdout_bytes", r.stdoutBytes());
+        m.put("stderr_bytes", r.stderrBytes());
+        m.put("stdout_truncated", r.stdoutTruncated());
+        m.put("stderr_truncated", r.stderrTruncated());
+        m.put("duration_ms", r.durationMs());
+        m.put("timed_out", r.timedOut());
+        m.put("resumed", r.resumed());
+        m.put("note", r.note());
+        return m;
+    }
+
+    static Map<String, Object> park(ParkResult r) {
+        Map<String, Object> m = workspace(r.workspace());
+        m.put("memory_kept", r.memoryKept());
+        m.put("already_parked", r.alreadyParked());
+        m.put("state_bytes", r.stateBytes());
+        m.put("duration_ms", r.durationMs());
+        m.put("note", r.note());
+        return m;
+    }
+
+    static Map<String, Object> snapshot(SnapshotInfo s) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("snapshot", s.id());
+        m.put("name", s.name());
+        m.put("workspace", s.workspaceId());
+        m.put("isolation", s.isolation());
+        m.put("memory_kept", s.memoryKept());
+        m.put("state_bytes", s.stateBytes());
+        m.put("created_at", s.createdAt().toString());
+        return m;
+    }
+
+    static Map<String, Object> close(CloseResult r) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workspace", r.workspace());
+        m.put("name", r.name());
+        m.put("lifecycle", r.lifecycle().wireName());
+        m.put("deleted", r.deleted());
+        m.put("note", r.note());
+        return m;
+    }
+}

@@ -1,0 +1,68 @@
+package dev.berth.mcp;
+
+import dev.berth.engine.Engine;
+import dev.berth.engine.EngineException;
+import io.modelcontextprotocol.server.McpSyncServer;
+import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code berth stdio}: MCP over stdin/stdout. stdout carries only protocol messages (everything else printed by
+ * anyone goes to stderr); end of stdin means the client is gone, so the server shuts down cleanly: ephemeral
+ * workspaces are deleted and persistent ones parked.
+ */
+final class StdioCommand {
+    private StdioCommand() {}
+
+    static int run(Options opts) throws IOException {
+        PrintStream protocolOut = System.out;
+        System.setOut(System.err);
+        Engine engine;
+        try {
+            engine = Drivers.engine(opts);
+        } catch (EngineException e) {
+            System.err.println("berth: " + e.getMessage());
+            return 1;
+        }
+        CountDownLatch eof = new CountDownLatch(1);
+        InputStream in = new FilterInputStream(System.in) {
+            @Override
+            public int read() throws IOException {
+                int b = super.read();
+                if (b < 0) eof.countDown();
+                return b;
+            }
+
+            @Override
+            public int read(byte[] buf, int off, int len) throws IOException {
+                int n = super.read(buf, off, len);
+                if (n < 0) eof.countDown();
+                return n;
+            }
+        };
+        var transport = new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
+        McpSyncServer server = BerthServer.build(transport, engine);
+        Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            eof.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        shutdown(server, engine);
+        return 0;
+    }
+
+    private static void shutdown(McpSyncServer server, Engine engine) {
+        try {
+            server.closeGracefully();
+        } catch (RuntimeException ignored) {
+            // the transport is gone already
+        }
+        engine.close();
+    }
+}

@@ -1,0 +1,142 @@
+package dev.berth.mcp;
+
+import dev.berth.engine.Engine;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.OutputListener;
+import dev.berth.engine.RunRequest;
+import dev.berth.engine.spi.Resources;
+import dev.berth.schemas.ToolCatalog;
+import io.modelcontextprotocol.json.McpJsonMapper;
+import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.server.McpSyncServerExchange;
+import io.modelcontextprotocol.spec.McpSchema;
+import io.modelcontextprotocol.spec.McpSchema.CallToolRequest;
+import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The MCP tool handlers: each turns a tool call into one engine call and the answer into structured content plus
+ * its JSON text mirror. Every failure becomes a tool error (isError) whose text says what was wrong and what to do
+ * next; nothing here throws to the SDK. Thread-safe (the engine is).
+ */
+final class Tools {
+    private static final System.Logger LOG = System.getLogger("berth.mcp");
+
+    private final Engine engine;
+    private final McpJsonMapper json;
+
+    Tools(Engine engine, McpJsonMapper json) {
+        this.engine = engine;
+        this.json = json;
+    }
+
+    List<SyncToolSpecification> specifications(ToolCatalog catalog) {
+        List<SyncToolSpecification> specs = new ArrayList<>();
+        for (ToolCatalog.ToolDef def : catalog.tools()) {
+            Handler h = switch (def.name()) {
+                case "open_workspace" -> this::open;
+                case "run" -> this::run;
+                case "park" -> (x, a, r) -> Results.park(engine.park(a.requiredString("workspace")));
+                case "snapshot" -> (x, a, r) -> Results.snapshot(engine.snapshot(a.requiredString("workspace"), a.string("name")));
+                case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(a.requiredString("workspace"), a.bool("delete", false)));
+                case "list_workspaces" -> (x, a, r) -> list();
+                default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
+            };
+            specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
+        }
+        return specs;
+    }
+
+    private McpSchema.Tool tool(ToolCatalog.ToolDef def) {
+        Map<String, Object> a = def.annotations();
+        var ann = new McpSchema.ToolAnnotations((String) a.get("title"), (Boolean) a.get("readOnlyHint"),
+                (Boolean) a.get("destructiveHint"), (Boolean) a.get("idempotentHint"), (Boolean) a.get("openWorldHint"), null);
+        return McpSchema.Tool.builder().name(def.name()).title(def.title()).description(def.description())
+                .inputSchema(json, toJson(def.inputSchema()))
+                .outputSchema(def.outputSchema()).annotations(ann).build();
+    }
+
+    private String toJson(Object o) {
+        try {
+            return json.writeValueAsString(o);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @FunctionalInterface
+    interface Handler {
+        Map<String, Object> handle(McpSyncServerExchange exchange, Args args, CallToolRequest request) throws EngineException;
+    }
+
+    private CallToolResult call(String tool, Handler h, McpSyncServerExchange exchange, CallToolRequest req) {
+        try {
+            Map<String, Object> out = h.handle(exchange, new Args(req.arguments()), req);
+            return CallToolResult.builder().structuredContent(out).addTextContent(toJson(out)).build();
+        } catch (EngineException e) {
+            return error(e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "tool " + tool + " failed", e);
+            return error("internal error in " + tool + ": " + e + "; nothing was changed that the error does not name. "
+                    + "If it persists, check the server log");
+        }
+    }
+
+    private static CallToolResult error(String message) {
+        return CallToolResult.builder().isError(true).addTextContent(message).build();
+    }
+
+    private Map<String, Object> open(McpSyncServerExchange ex, Args a, CallToolRequest req) throws EngineException {
+        Map<String, Object> res = a.object("resources");
+        Resources resources = null;
+        if (res != null) {
+            Args r = new Args(res);
+            Resources d = Resources.DEFAULT;
+            resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
+                    or(r.integer("disk_mib"), d.diskMiB()), d.maxPids());
+        }
+        return Results.open(engine.open(new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
+                a.string("isolation"), resources)));
+    }
+
+    private static int or(Integer v, int d) { return v == null ? d : v; }
+
+    private Map<String, Object> run(McpSyncServerExchange ex, Args a, CallToolRequest req) throws EngineException {
+        var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
+                a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"));
+        Object token = req.meta() == null ? null : req.meta().get("progressToken");
+        if (token == null) return Results.run(engine.run(rr, OutputListener.NONE));
+        try (ProgressStreamer streamer = new ProgressStreamer(ex, token)) {
+            return Results.run(engine.run(rr, streamer));
+        }
+    }
+
+    private Map<String, Object> list() throws EngineException {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workspaces", engine.list().stream().map(Results::workspace).toList());
+        m.put("snapshots", engine.snapshots().stream().map(Results::snapshot).toList());
+        String dflt;
+        try {
+            dflt = engine.defaultIsolation();
+        } catch (EngineException e) {
+            if (e.kind() != Kind.UNAVAILABLE) throw e;
+            dflt = null;
+        }
+        m.put("default_isolation", dflt);
+        List<Map<String, Object>> levels = new ArrayList<>();
+        engine.driverReport().forEach((name, av) -> {
+            Map<String, Object> l = new LinkedHashMap<>();
+            l.put("name", name);
+            l.put("available", av.available());
+            l.put("reason", av.reason());
+            levels.add(l);
+        });
+        m.put("isolation_levels", levels);
+        return m;
+    }
+}

@@ -1,0 +1,4 @@
+package dev.berth.engine;
+
+/** Result of close_workspace: what was removed. */
+public record CloseResult(String workspace, String name, Lifecycle lifecycle, boolean deleted, String note) {}

@@ -1,0 +1,610 @@
+package dev.berth.engine;
+
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * The sandbox engine: workspaces, their lifecycle, and snapshots, on top of isolation drivers. Usable as a library
+ * without MCP (that is how the tests drive it).
+ *
+ * <p>Thread-safe. Lifecycle transitions of one workspace are serialised by that workspace's lock; different
+ * workspaces proceed in parallel; any number of runs may execute in one workspace at once.
+ *
+ * <p>Implementation notes: persistent state is written with {@link MetaFile} (atomic, checksummed) after every
+ * transition, so a {@code kill -9} at any point leaves a loadable record. At start-up, ephemeral leftovers are
+ * deleted, runtime directories are cleaned through every driver, and persistent workspaces come back parked.
+ */
+public final class Engine implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("berth.engine");
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final EngineConfig config;
+    private final Store store;
+    private final Map<String, IsolationDriver> drivers = new LinkedHashMap<>();
+    private final Map<String, Workspace> workspaces = new ConcurrentHashMap<>();
+    private final Object namesLock = new Object();
+    private final Runner runner;
+    private final ScheduledExecutorService idleReaper;
+    private volatile boolean closed;
+
+    private Engine(EngineConfig config, Store store) {
+        this.config = config;
+        this.store = store;
+        for (IsolationDriver d : config.drivers()) drivers.put(d.name(), d);
+        this.runner = new Runner(config);
+        this.idleReaper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "berth-idle-reaper");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Opens the engine on {@code config.home()}, recovering what a previous process left there. */
+    public static Engine start(EngineConfig config) throws EngineException {
+        Store store;
+        try {
+            store = new Store(config.home());
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "cannot use " + config.home() + " as Berth home: " + e.getMessage(), e);
+        }
+        Engine engine = new Engine(config, store);
+        engine.recover();
+        long period = Math.max(5, Math.min(60, Math.min(positive(config.idleParkSeconds()), positive(config.idleCloseSeconds())) / 4));
+        engine.idleReaper.scheduleWithFixedDelay(engine::reapIdle, period, period, TimeUnit.SECONDS);
+        return engine;
+    }
+
+    private static long positive(long v) { return v > 0 ? v : Long.MAX_VALUE / 8; }
+
+    // ---------------------------------------------------------------- recovery
+
+    private void recover() {
+        try {
+            for (Path rt : Store.children(store.run)) {
+                for (IsolationDriver d : drivers.values()) d.cleanupRuntime(rt);
+                Store.deleteTree(rt);
+            }
+            for (Path dir : Store.children(store.workspaces)) recoverWorkspace(dir);
+            for (Path tmp : listHidden(store.snapshots)) Store.deleteTree(tmp);
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "recovery of " + store.home + " incomplete: " + e.getMessage());
+        }
+    }
+
+    private static List<Path> listHidden(Path dir) throws IOException {
+        try (var s = Files.list(dir)) {
+            return s.filter(p -> p.getFileName().toString().startsWith(".")).toList();
+        }
+    }
+
+    private void recoverWorkspace(Path dir) throws IOException {
+        Store.WorkspaceRecord rec;
+        try {
+            rec = store.loadWorkspace(dir);
+        } catch (IOException e) {
+            if (!Files.exists(dir.resolve("workspace.meta"))) {
+                // creation never finished: nothing was promised to anyone
+                Store.deleteTree(dir);
+            } else {
+                LOG.log(System.Logger.Level.WARNING, "skipping unreadable workspace " + dir + ": " + e.getMessage());
+            }
+            return;
+        }
+        if (rec.lifecycle().equals("ephemeral")) {
+            Store.deleteTree(dir);
+            return;
+        }
+        IsolationDriver driver = drivers.get(rec.isolation());
+        if (driver == null) {
+            LOG.log(System.Logger.Level.WARNING, "workspace " + rec.id() + " needs driver '" + rec.isolation()
+                    + "', which is not configured; left on disk untouched");
+            return;
+        }
+        Workspace ws = new Workspace(rec.id(), rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
+                rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
+                store.runtimeDir(rec.id()), WorkspaceState.PARKED);
+        ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
+        workspaces.put(ws.id, ws);
+        if (!rec.state().equals("parked")) store.save(ws); // it was running when the last server died
+    }
+
+    // ---------------------------------------------------------------- open
+
+    public OpenResult open(OpenRequest req) throws EngineException {
+        ensureOpen();
+        String name = req.name();
+        if (name != null && !NAME.matcher(name).matches()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "name '" + name
+                    + "' is not allowed: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit");
+        }
+        String lc = req.lifecycle() == null ? "auto" : req.lifecycle();
+        Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
+        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : findSnapshot(req.fromSnapshot());
+        IsolationDriver driver = chooseDriver(req.isolation(), snap);
+        Resources resources = req.resources() == null ? Resources.DEFAULT : validate(req.resources());
+
+        Workspace ws;
+        synchronized (namesLock) {
+            if (name != null) {
+                Optional<Workspace> existing = byName(name);
+                if (existing.isPresent()) return reopen(existing.get(), req, lifecycle, driver);
+            }
+            long live = workspaces.values().stream().filter(w -> w.state != WorkspaceState.CLOSED).count();
+            if (live >= config.maxWorkspaces()) {
+                throw new EngineException(Kind.LIMIT, "cannot open another workspace: " + live + " are open (limit "
+                        + config.maxWorkspaces() + "); close or park one you no longer need");
+            }
+            String id = newId("ws-");
+            ws = new Workspace(id, name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
+                    store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING);
+            ws.lock.lock();
+            workspaces.put(id, ws);
+        }
+        try {
+            Files.createDirectories(ws.stateDir());
+            StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
+                    : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
+            ws.sandbox = driver.start(startRequest(ws, mode));
+            ws.state = WorkspaceState.RUNNING;
+            store.save(ws);
+            String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
+                    : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
+            return new OpenResult(ws.info(), true, false, note);
+        } catch (SandboxException | IOException e) {
+            workspaces.remove(ws.id);
+            ws.state = WorkspaceState.CLOSED;
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            deleteQuietly(ws.dir);
+            deleteQuietly(ws.runtimeDir);
+            throw new EngineException(Kind.UNAVAILABLE, "could not start a " + driver.name() + " sandbox: " + e.getMessage(), e);
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    private OpenResult reopen(Workspace ws, OpenRequest req, Lifecycle lifecycle, IsolationDriver driver) throws EngineException {
+        if (req.fromSnapshot() != null) {
+            throw new EngineException(Kind.CONFLICT, "a workspace named '" + ws.name + "' exists already; from_snapshot"
+                    + " creates a new one, so give it another name (or none)");
+        }
+        if (req.lifecycle() != null && !req.lifecycle().equals("auto") && lifecycle != ws.lifecycle) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists and is " + ws.lifecycle.wireName()
+                    + "; omit lifecycle to reopen it, or pick another name");
+        }
+        if (req.isolation() != null && !driver.name().equals(ws.driver.name())) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with isolation '"
+                    + ws.driver.name() + "'; omit isolation to reopen it, or pick another name");
+        }
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
+            boolean resumed = ensureRunning(ws);
+            return new OpenResult(ws.info(), false, resumed, resumed
+                    ? "reopened and resumed the parked workspace" : "reopened the running workspace");
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- run
+
+    /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
+    public RunResult run(RunRequest req, OutputListener listener) throws EngineException {
+        ensureOpen();
+        Workspace ws = resolve(req.workspace());
+        boolean resumed;
+        Sandbox sandbox;
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
+            resumed = ensureRunning(ws);
+            ws.activeRuns++;
+            sandbox = ws.sandbox;
+        } finally {
+            ws.lock.unlock();
+        }
+        try {
+            RunResult r = runner.run(ws, sandbox, req, listener);
+            if (!resumed) return r;
+            return new RunResult(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
+                    r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), true,
+                    "the workspace was parked and was resumed for this run"
+                            + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+        } finally {
+            ws.lock.lock();
+            try {
+                ws.activeRuns--;
+                ws.lastUsedAt = Instant.now();
+            } finally {
+                ws.lock.unlock();
+            }
+        }
+    }
+
+    /** Starts the sandbox of a parked workspace (or one whose sandbox died). Caller holds the lock. */
+    private boolean ensureRunning(Workspace ws) throws EngineException {
+        if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null && ws.sandbox.isAlive() && ws.sandbox.agent().isOpen()) {
+            return false;
+        }
+        if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null) {
+            LOG.log(System.Logger.Level.WARNING, "sandbox of " + ws.id + " had stopped; restarting it");
+            ws.sandbox.destroy();
+            ws.sandbox = null;
+        }
+        ws.state = WorkspaceState.RESUMING;
+        try {
+            ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
+            ws.state = WorkspaceState.RUNNING;
+            ws.lastUsedAt = Instant.now();
+            store.save(ws);
+            return true;
+        } catch (SandboxException | IOException e) {
+            ws.state = WorkspaceState.PARKED;
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.sandbox = null;
+            throw new EngineException(Kind.UNAVAILABLE, "could not resume workspace '" + ws.label() + "': "
+                    + e.getMessage() + "; its files are kept, try again or run `berth doctor`", e);
+        }
+    }
+
+    // ---------------------------------------------------------------- park
+
+    public ParkResult park(String ref) throws EngineException {
+        ensureOpen();
+        Workspace ws = resolve(ref);
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.PARK, ws.state, ws.label());
+            if (ws.state == WorkspaceState.PARKED) {
+                return new ParkResult(ws.info(), false, true, Store.treeBytes(ws.stateDir()), 0, "it was parked already");
+            }
+            if (ws.activeRuns > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot park workspace '" + ws.label() + "': " + ws.activeRuns
+                        + " run(s) in progress; wait for them to finish (or let their timeout end them) and park again");
+            }
+            return doPark(ws);
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    private ParkResult doPark(Workspace ws) throws EngineException {
+        ws.state = WorkspaceState.PARKING;
+        try {
+            Sandbox.ParkOutcome out = ws.sandbox.park();
+            ws.sandbox = null;
+            ws.state = WorkspaceState.PARKED;
+            store.save(ws);
+            deleteQuietly(ws.runtimeDir);
+            String note = out.memoryKept() ? "files, memory and running processes kept; the next run resumes exactly here"
+                    : "files kept; running processes were stopped (the " + ws.driver.name()
+                    + " driver cannot keep memory); the next run starts the workspace again";
+            return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);
+        } catch (SandboxException | IOException e) {
+            // the sandbox is in an unknown state: stop it, keep the files
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.sandbox = null;
+            ws.state = WorkspaceState.PARKED;
+            try { store.save(ws); } catch (IOException ignored) { }
+            throw new EngineException(Kind.INTERNAL, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
+                    + "; the sandbox was stopped and its files kept", e);
+        }
+    }
+
+    // ---------------------------------------------------------------- snapshot
+
+    public SnapshotInfo snapshot(String ref, String name) throws EngineException {
+        ensureOpen();
+        if (name != null && !NAME.matcher(name).matches()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "snapshot name '" + name + "' is not allowed: use 1-63 letters,"
+                    + " digits, '.', '_' or '-', starting with a letter or digit");
+        }
+        Workspace ws = resolve(ref);
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.SNAPSHOT, ws.state, ws.label());
+            synchronized (namesLock) {
+                if (name != null && snapshotByName(name).isPresent()) {
+                    throw new EngineException(Kind.CONFLICT, "a snapshot named '" + name + "' exists already; pick another name");
+                }
+            }
+            String id = newId("snap-");
+            Path tmp = store.snapshots.resolve("." + id);
+            Path state = tmp.resolve("state");
+            Files.createDirectories(state);
+            Sandbox.ParkOutcome out;
+            try {
+                if (ws.state == WorkspaceState.RUNNING) {
+                    out = ws.sandbox.snapshot(state);
+                } else {
+                    long t0 = System.nanoTime();
+                    ws.driver.snapshotParked(ws.stateDir(), state);
+                    out = new Sandbox.ParkOutcome(ws.driver.capabilities().snapshotKeepsMemory() && hasMemory(state),
+                            Store.treeBytes(state), (System.nanoTime() - t0) / 1_000_000);
+                }
+            } catch (SandboxException | RuntimeException e) {
+                deleteQuietly(tmp);
+                throw new EngineException(Kind.INTERNAL, "snapshot of workspace '" + ws.label() + "' failed: " + e.getMessage()
+                        + "; the workspace is unchanged", e);
+            }
+            var rec = new Store.SnapshotRecord(id, name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
+                    out.stateBytes(), Instant.now().toString());
+            store.save(tmp, rec);
+            Files.move(tmp, store.snapshotDir(id), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            return rec.info();
+        } catch (IOException e) {
+            throw new EngineException(Kind.INTERNAL, "snapshot of workspace '" + ws.label() + "' failed: " + e.getMessage(), e);
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    private static boolean hasMemory(Path snapshotState) {
+        return Files.exists(snapshotState.resolve("memory"));
+    }
+
+    public List<SnapshotInfo> snapshots() throws EngineException {
+        List<SnapshotInfo> out = new ArrayList<>();
+        try {
+            for (Path dir : Store.children(store.snapshots)) {
+                try {
+                    out.add(store.loadSnapshot(dir).info());
+                } catch (IOException e) {
+                    LOG.log(System.Logger.Level.WARNING, "skipping unreadable snapshot " + dir + ": " + e.getMessage());
+                }
+            }
+        } catch (IOException e) {
+            throw new EngineException(Kind.INTERNAL, "cannot list snapshots: " + e.getMessage(), e);
+        }
+        return out;
+    }
+
+    private Optional<Store.SnapshotRecord> snapshotByName(String name) throws EngineException {
+        try {
+            for (Path dir : Store.children(store.snapshots)) {
+                try {
+                    var rec = store.loadSnapshot(dir);
+                    if (rec.name().equals(name)) return Optional.of(rec);
+                } catch (IOException ignored) { }
+            }
+        } catch (IOException e) {
+            throw new EngineException(Kind.INTERNAL, "cannot list snapshots: " + e.getMessage(), e);
+        }
+        return Optional.empty();
+    }
+
+    private Store.SnapshotRecord findSnapshot(String ref) throws EngineException {
+        Path dir = store.snapshotDir(ref);
+        if (ref.startsWith("snap-") && NAME.matcher(ref).matches() && Files.isDirectory(dir)) {
+            try {
+                return store.loadSnapshot(dir);
+            } catch (IOException e) {
+                throw new EngineException(Kind.INTERNAL, "snapshot '" + ref + "' cannot be read: " + e.getMessage(), e);
+            }
+        }
+        return snapshotByName(ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no snapshot '" + ref
+                + "'; list_workspaces shows the snapshots that exist"));
+    }
+
+    // ---------------------------------------------------------------- close
+
+    /**
+     * Closes a workspace and deletes its files. A persistent workspace is deleted only when {@code delete} is true,
+     * so that an agent cannot lose work by calling close where it meant park.
+     */
+    public CloseResult closeWorkspace(String ref, boolean delete) throws EngineException {
+        ensureOpen();
+        Workspace ws = resolve(ref);
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.CLOSE, ws.state, ws.label());
+            if (ws.lifecycle == Lifecycle.PERSISTENT && !delete) {
+                throw new EngineException(Kind.CONFLICT, "workspace '" + ws.label() + "' is persistent: closing deletes"
+                        + " its files for good. Use park to keep it, or call close_workspace with delete: true");
+            }
+            if (ws.activeRuns > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot close workspace '" + ws.label() + "': " + ws.activeRuns
+                        + " run(s) in progress; wait for them to finish");
+            }
+            destroyAndDelete(ws);
+            return new CloseResult(ws.id, ws.name, ws.lifecycle, true, "workspace deleted; snapshots taken from it are kept");
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    private void destroyAndDelete(Workspace ws) {
+        if (ws.sandbox != null) ws.sandbox.destroy();
+        ws.sandbox = null;
+        ws.state = WorkspaceState.CLOSED;
+        workspaces.remove(ws.id);
+        ws.driver.cleanupRuntime(ws.runtimeDir);
+        deleteQuietly(ws.runtimeDir);
+        deleteQuietly(ws.dir);
+    }
+
+    // ---------------------------------------------------------------- queries
+
+    public List<WorkspaceInfo> list() {
+        return workspaces.values().stream().map(Workspace::info)
+                .sorted(java.util.Comparator.comparing(WorkspaceInfo::createdAt)).toList();
+    }
+
+    public WorkspaceInfo info(String ref) throws EngineException {
+        return resolve(ref).info();
+    }
+
+    /** Drivers with their availability, for {@code berth doctor}. */
+    public Map<String, dev.berth.engine.spi.Availability> driverReport() {
+        Map<String, dev.berth.engine.spi.Availability> m = new LinkedHashMap<>();
+        for (IsolationDriver d : drivers.values()) m.put(d.name(), d.probe());
+        return m;
+    }
+
+    /** Name of the driver a workspace gets when open_workspace names none. */
+    public String defaultIsolation() throws EngineException {
+        return chooseDriver(null, null).name();
+    }
+
+    public Path home() { return store.home; }
+
+    /** Streams for the low-level agent, for tools that need more than run (file access). */
+    public Sandbox sandboxFor(String ref) throws EngineException {
+        Workspace ws = resolve(ref);
+        ws.lock.lock();
+        try {
+            WorkspaceAction.check(WorkspaceAction.FILES, ws.state, ws.label());
+            ensureRunning(ws);
+            ws.lastUsedAt = Instant.now();
+            return ws.sandbox;
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    Workspace resolve(String ref) throws EngineException {
+        if (ref == null || ref.isBlank()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "workspace is required: give the id or the name that open_workspace returned");
+        }
+        Workspace ws = workspaces.get(ref);
+        if (ws != null) return ws;
+        return byName(ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no workspace '" + ref
+                + "'; list_workspaces shows the open ones, open_workspace creates one"));
+    }
+
+    private Optional<Workspace> byName(String name) {
+        return workspaces.values().stream().filter(w -> name.equals(w.name) && w.state != WorkspaceState.CLOSED).findFirst();
+    }
+
+    private IsolationDriver chooseDriver(String wanted, Store.SnapshotRecord snap) throws EngineException {
+        if (snap != null && wanted != null && !wanted.equals(snap.isolation())) {
+            throw new EngineException(Kind.CONFLICT, "snapshot '" + snap.name() + "' was taken with isolation '"
+                    + snap.isolation() + "'; a fork uses the same isolation, so omit isolation or pass '" + snap.isolation() + "'");
+        }
+        if (snap != null) wanted = snap.isolation();
+        if (wanted == null) wanted = config.defaultIsolation();
+        IsolationDriver d;
+        if (wanted == null) {
+            d = drivers.values().stream().filter(x -> x.probe().available()).findFirst().orElseThrow(() ->
+                    new EngineException(Kind.UNAVAILABLE, "no isolation driver can run on this machine; `berth doctor` says why"));
+        } else {
+            d = drivers.get(wanted);
+            if (d == null) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "isolation '" + wanted + "' is not one of " + drivers.keySet());
+            }
+            var a = d.probe();
+            if (!a.available()) {
+                throw new EngineException(Kind.UNAVAILABLE, "isolation '" + wanted + "' cannot run here: " + a.reason());
+            }
+        }
+        if (config.requiredIsolation() != null && !config.requiredIsolation().equals(d.name())) {
+            throw new EngineException(Kind.UNAVAILABLE, "policy requires isolation '" + config.requiredIsolation()
+                    + "' and refuses '" + d.name() + "'; a weaker level is never substituted");
+        }
+        return d;
+    }
+
+    private static Resources validate(Resources r) throws EngineException {
+        if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");
+        if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");
+        if (r.diskMiB() < 64 || r.diskMiB() > 262144) throw new EngineException(Kind.INVALID_ARGUMENT, "disk_mib " + r.diskMiB() + " is outside 64..262144");
+        if (r.maxPids() < 16 || r.maxPids() > 65536) throw new EngineException(Kind.INVALID_ARGUMENT, "max_pids " + r.maxPids() + " is outside 16..65536");
+        return r;
+    }
+
+    private StartRequest startRequest(Workspace ws, StartRequest.Mode mode) throws IOException {
+        Files.createDirectories(ws.runtimeDir);
+        return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT);
+    }
+
+    private static String newId(String prefix) {
+        byte[] b = new byte[5];
+        RANDOM.nextBytes(b);
+        return prefix + HexFormat.of().formatHex(b);
+    }
+
+    private void ensureOpen() throws EngineException {
+        if (closed) throw new EngineException(Kind.UNAVAILABLE, "the engine is shutting down");
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Store.deleteTree(p);
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "could not delete " + p + ": " + e.getMessage());
+        }
+    }
+
+    // ---------------------------------------------------------------- idle and shutdown
+
+    private void reapIdle() {
+        Instant now = Instant.now();
+        for (Workspace ws : List.copyOf(workspaces.values())) {
+            long limit = ws.lifecycle == Lifecycle.PERSISTENT ? config.idleParkSeconds() : config.idleCloseSeconds();
+            if (limit <= 0 || ws.lastUsedAt.plusSeconds(limit).isAfter(now)) continue;
+            if (!ws.lock.tryLock()) continue;
+            try {
+                if (ws.activeRuns > 0 || ws.state != WorkspaceState.RUNNING) continue;
+                if (ws.lifecycle == Lifecycle.PERSISTENT) {
+                    doPark(ws);
+                    LOG.log(System.Logger.Level.INFO, "parked idle workspace " + ws.label());
+                } else {
+                    destroyAndDelete(ws);
+                    LOG.log(System.Logger.Level.INFO, "closed idle ephemeral workspace " + ws.label());
+                }
+            } catch (EngineException e) {
+                LOG.log(System.Logger.Level.WARNING, e.getMessage());
+            } finally {
+                ws.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Shuts down: ephemeral workspaces are deleted, running persistent ones are parked (memory kept where the
+     * driver can), so the next server finds them as they were.
+     */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        idleReaper.shutdownNow();
+        for (Workspace ws : List.copyOf(workspaces.values())) {
+            ws.lock.lock();
+            try {
+                if (ws.lifecycle == Lifecycle.EPHEMERAL) {
+                    destroyAndDelete(ws);
+                } else if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null) {
+                    try {
+                        doPark(ws);
+                    } catch (EngineException e) {
+                        LOG.log(System.Logger.Level.WARNING, e.getMessage());
+                    }
+                }
+            } finally {
+                ws.lock.unlock();
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package dev.berth.engine;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.zip.CRC32C;
+
+/**
+ * Versioned, checksummed, atomically written metadata files (workspace records, snapshot manifests).
+ *
+ * <p>Format: one header line {@code BERTH <kind> <version> <crc32c-hex> <body-length>\n} followed by a UTF-8 JSON
+ * body of exactly that length. Reads are capped at {@link #MAX_BYTES}; a file with the wrong magic, kind, version,
+ * length or checksum is refused with a message naming the file, never half-read.
+ *
+ * <p>Writes go to a temporary file in the same directory, are fsynced, renamed over the target and the directory is
+ * fsynced, so a crash (or {@code kill -9}) leaves either the old or the new file, never a torn one.
+ */
+final class MetaFile {
+    static final int MAX_BYTES = 1 << 20;
+
+    private MetaFile() {}
+
+    static void write(Path file, String kind, int version, String json) throws IOException {
+        byte[] body = json.getBytes(StandardCharsets.UTF_8);
+        CRC32C crc = new CRC32C();
+        crc.update(body);
+        String header = "BERTH " + kind + " " + version + " " + String.format("%08x", crc.getValue()) + " " + body.length + "\n";
+        byte[] head = header.getBytes(StandardCharsets.US_ASCII);
+        Path dir = file.toAbsolutePath().getParent();
+        Files.createDirectories(dir);
+        Path tmp = dir.resolve("." + file.getFileName() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ch.write(ByteBuffer.wrap(head));
+            ch.write(ByteBuffer.wrap(body));
+            ch.force(true);
+        }
+        try {
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+        }
+        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+            d.force(true);
+        } catch (IOException ignored) {
+            // some filesystems refuse fsync on directories; the rename is still atomic
+        }
+    }
+
+    /** Returns the JSON body, or throws with the reason the file cannot be trusted. */
+    static String read(Path file, String kind, int version) throws IOException {
+        long size = Files.size(file);
+        if (size > MAX_BYTES) throw new IOException(file + ": " + size + " bytes is larger than the limit of " + MAX_BYTES);
+        byte[] all = Files.readAllBytes(file);
+        int nl = -1;
+        for (int i = 0; i < Math.min(all.length, 200); i++) if (all[i] == '\n') { nl = i; break; }
+        if (nl < 0) throw new IOException(file + ": no header line");
+        String[] h = new String(all, 0, nl, StandardCharsets.US_ASCII).split(" ");
+        if (h.length != 5 || !h[0].equals("BERTH")) throw new IOException(file + ": not a Berth metadata file");
+        if (!h[1].equals(kind)) throw new IOException(file + ": holds a '" + h[1] + "' record, expected '" + kind + "'");
+        int v;
+        int len;
+        long crcExpected;
+        try {
+            v = Integer.parseInt(h[2]);
+            crcExpected = Long.parseLong(h[3], 16);
+            len = Integer.parseInt(h[4]);
+        } catch (NumberFormatException e) {
+            throw new IOException(file + ": malformed header '" + String.join(" ", h) + "'");
+        }
+        if (v != version) throw new IOException(file + ": format version " + v + " is not supported (this build reads " + version + ")");
+        if (len != all.length - nl - 1) throw new IOException(file + ": body is " + (all.length - nl - 1) + " bytes, header says " + len + " (truncated?)");
+        CRC32C crc = new CRC32C();
+        crc.update(all, nl + 1, len);
+        if (crc.getValue() != crcExpected) throw new IOException(file + ": checksum mismatch (file is corrupt)");
+        return new String(all, nl + 1, len, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,17 @@
+package dev.berth.engine;
+
+import dev.berth.engine.spi.Resources;
+
+/**
+ * Arguments of open_workspace.
+ *
+ * @param name         optional; a persistent workspace is found again by its name
+ * @param lifecycle    "persistent", "ephemeral" or "auto" (persistent when a name is given, else ephemeral); null = auto
+ * @param fromSnapshot optional snapshot id or name to fork from
+ * @param isolation    optional driver name; null = the engine's default
+ * @param resources    optional limits; null = defaults
+ */
+public record OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources) {
+    public static OpenRequest ephemeral() { return new OpenRequest(null, "ephemeral", null, null, null); }
+    public static OpenRequest persistent(String name) { return new OpenRequest(name, "persistent", null, null, null); }
+}

@@ -1,0 +1,10 @@
+package dev.berth.engine;
+
+/**
+ * Result of open_workspace.
+ *
+ * @param created true for a new workspace, false when an existing persistent workspace was reopened
+ * @param resumed true when the reopened workspace had been parked and was resumed
+ * @param note    a sentence for the agent about what happened
+ */
+public record OpenResult(WorkspaceInfo workspace, boolean created, boolean resumed, String note) {}

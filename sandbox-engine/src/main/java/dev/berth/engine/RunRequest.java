@@ -1,0 +1,21 @@
+package dev.berth.engine;
+
+import java.util.Map;
+
+/**
+ * Arguments of run.
+ *
+ * @param workspace      id or name
+ * @param command        shell command line, run with {@code /bin/sh -c}
+ * @param cwd            working directory inside the workspace; null = /workspace
+ * @param env            extra environment variables; may not set BERTH_* or the proxy variables
+ * @param timeoutSeconds null = default; the whole process tree is killed when it expires
+ * @param stdin          optional bytes given to the command's stdin (then closed)
+ * @param maxOutputBytes null = default; per stream, head and tail kept
+ */
+public record RunRequest(String workspace, String command, String cwd, Map<String, String> env,
+                         Integer timeoutSeconds, String stdin, Integer maxOutputBytes) {
+    public static RunRequest of(String workspace, String command) {
+        return new RunRequest(workspace, command, null, Map.of(), null, null, null);
+    }
+}

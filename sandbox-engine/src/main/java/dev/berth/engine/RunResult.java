@@ -1,0 +1,13 @@
+package dev.berth.engine;
+
+/**
+ * Result of run. {@code stdout}/{@code stderr} hold the head and the tail of each stream when it was longer than the
+ * limit; {@code *Bytes} always count everything the command wrote.
+ *
+ * @param exitCode   the process's exit status, or 128+signal when it was killed by a signal
+ * @param signal     the terminating signal, 0 if it exited by itself
+ * @param resumed    the workspace had been parked (or its sandbox had stopped) and was started for this run
+ */
+public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
+                        long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
+                        boolean timedOut, boolean resumed, String note) {}

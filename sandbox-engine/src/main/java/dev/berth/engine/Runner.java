@@ -1,0 +1,143 @@
+package dev.berth.engine;
+
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.agent.AgentException;
+import dev.berth.engine.agent.ExecExit;
+import dev.berth.engine.agent.ExecHandle;
+import dev.berth.engine.agent.ExecListener;
+import dev.berth.engine.agent.ExecRequest;
+import dev.berth.engine.spi.Sandbox;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
+
+/**
+ * Turns a {@link RunRequest} into one EXEC on the guest agent: validates arguments, builds the environment, collects
+ * bounded output, and enforces the timeout (the agent kills the process tree; the host adds a grace period and kills
+ * it itself if the agent does not answer). Thread-safe, stateless.
+ */
+final class Runner {
+    /** Port of the agent's egress listener inside every sandbox. */
+    static final int PROXY_PORT = 3128;
+    static final String DEFAULT_CWD = "/workspace";
+    private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
+    private static final List<String> RESERVED = List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+            "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy");
+    private static final int MAX_COMMAND = 256 * 1024;
+    private static final int MAX_STDIN = 8 * 1024 * 1024;
+
+    private final EngineConfig config;
+
+    Runner(EngineConfig config) { this.config = config; }
+
+    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener) throws EngineException {
+        if (req.command() == null || req.command().isBlank()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "command is required: a shell command line such as 'ls -la'");
+        }
+        if (req.command().length() > MAX_COMMAND) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "command is " + req.command().length()
+                    + " characters; the limit is " + MAX_COMMAND + ". Write long scripts to a file and run that");
+        }
+        if (req.command().indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "command contains a NUL character");
+        int timeout = req.timeoutSeconds() == null ? config.defaultTimeoutSeconds() : req.timeoutSeconds();
+        if (timeout < 1 || timeout > config.maxTimeoutSeconds()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "timeout_s " + timeout + " is outside 1.." + config.maxTimeoutSeconds());
+        }
+        int maxOut = req.maxOutputBytes() == null ? config.maxOutputBytes() : req.maxOutputBytes();
+        if (maxOut < 256 || maxOut > 16 * 1024 * 1024) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside 256..16777216");
+        }
+        String cwd = req.cwd() == null || req.cwd().isEmpty() ? DEFAULT_CWD : req.cwd();
+        if (!cwd.startsWith("/")) cwd = DEFAULT_CWD + "/" + cwd;
+        if (cwd.indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "cwd contains a NUL character");
+        byte[] stdin = req.stdin() == null ? null : req.stdin().getBytes(StandardCharsets.UTF_8);
+        if (stdin != null && stdin.length > MAX_STDIN) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + stdin.length + " bytes; the limit is " + MAX_STDIN
+                    + ". Write large inputs with a file and redirect");
+        }
+        List<String> env = environment(ws, req.env());
+
+        BoundedOutput out = new BoundedOutput(maxOut);
+        BoundedOutput err = new BoundedOutput(maxOut);
+        ExecListener sink = new ExecListener() {
+            @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
+            @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
+        };
+        var exec = new ExecRequest(List.of("/bin/sh", "-c", req.command()), env, cwd, timeout * 1000L, stdin != null);
+        long t0 = System.nanoTime();
+        ExecHandle h;
+        try {
+            h = sandbox.agent().exec(exec, sink);
+            if (stdin != null) {
+                if (stdin.length > 0) h.writeStdin(stdin);
+                h.closeStdin();
+            }
+        } catch (AgentException e) {
+            if (e.errno() == 2 || e.errno() == 20 || e.errno() == 13) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "cannot run in cwd '" + cwd + "': " + e.getMessage()
+                        + "; use an existing directory (the default is " + DEFAULT_CWD + ")");
+            }
+            throw new EngineException(Kind.UNAVAILABLE, "the workspace's agent refused the command: " + e.getMessage(), e);
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
+        }
+        ExecExit exit;
+        try {
+            exit = h.exit().get(timeout + 10L, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            try { h.signal(9); } catch (IOException ignored) { }
+            exit = new ExecExit(137, 9, true);
+        } catch (InterruptedException e) {
+            // the caller was cancelled: the command must not outlive the request
+            try { h.signal(9); } catch (IOException ignored) { }
+            Thread.currentThread().interrupt();
+            throw new EngineException(Kind.INTERNAL, "run was cancelled; its processes were killed");
+        } catch (ExecutionException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent while the command ran: "
+                    + e.getCause().getMessage(), e.getCause());
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
+        String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
+        return new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
+                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note);
+    }
+
+    private static List<String> environment(Workspace ws, Map<String, String> extra) throws EngineException {
+        Map<String, String> env = new TreeMap<>();
+        env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        env.put("HOME", "/root");
+        env.put("LANG", "C.UTF-8");
+        env.put("TERM", "dumb");
+        env.put("BERTH_WORKSPACE", ws.id);
+        String proxy = "http://127.0.0.1:" + PROXY_PORT;
+        for (String k : List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")) env.put(k, proxy);
+        env.put("NO_PROXY", "localhost,127.0.0.1,::1");
+        env.put("no_proxy", "localhost,127.0.0.1,::1");
+        if (extra != null) {
+            for (var e : extra.entrySet()) {
+                String k = e.getKey();
+                if (!ENV_NAME.matcher(k).matches()) {
+                    throw new EngineException(Kind.INVALID_ARGUMENT, "environment variable name '" + k + "' is not allowed");
+                }
+                if (k.startsWith("BERTH_") || RESERVED.contains(k)) {
+                    throw new EngineException(Kind.INVALID_ARGUMENT, "environment variable " + k
+                            + " is set by Berth and cannot be overridden (egress goes through the workspace proxy)");
+                }
+                String v = e.getValue() == null ? "" : e.getValue();
+                if (v.indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "value of " + k + " contains a NUL character");
+                env.put(k, v);
+            }
+        }
+        List<String> list = new ArrayList<>(env.size());
+        env.forEach((k, v) -> list.add(k + "=" + v));
+        return list;
+    }
+}

@@ -1,0 +1,88 @@
+package dev.berth.engine;
+
+import dev.berth.engine.spi.Resources;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * On-disk layout of the engine's home and the persisted records in it. Thread-safe (stateless apart from paths).
+ *
+ * <pre>
+ * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 1)
+ * home/workspaces/ID/state/           driver-owned persistent state (disk layers, parked memory)
+ * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 1)
+ * home/snapshots/ID/state/            driver-owned snapshot state
+ * home/run/ID/                        driver-owned runtime files; wiped at start-up
+ * </pre>
+ */
+final class Store {
+    static final int WORKSPACE_VERSION = 1;
+    static final int SNAPSHOT_VERSION = 1;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
+    record WorkspaceRecord(String id, String name, String lifecycle, String isolation, String state,
+                           String createdAt, String lastUsedAt, String fromSnapshot, Resources resources) {}
+
+    /** Persisted fields of a snapshot. */
+    record SnapshotRecord(String id, String name, String workspaceId, String isolation, boolean memoryKept,
+                          long stateBytes, String createdAt) {
+        SnapshotInfo info() {
+            return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt));
+        }
+    }
+
+    final Path home;
+    final Path workspaces;
+    final Path snapshots;
+    final Path run;
+
+    Store(Path home) throws IOException {
+        this.home = home.toAbsolutePath();
+        this.workspaces = this.home.resolve("workspaces");
+        this.snapshots = this.home.resolve("snapshots");
+        this.run = this.home.resolve("run");
+        for (Path p : List.of(workspaces, snapshots, run)) Files.createDirectories(p);
+    }
+
+    Path workspaceDir(String id) { return workspaces.resolve(id); }
+    Path runtimeDir(String id) { return run.resolve(id); }
+    Path snapshotDir(String id) { return snapshots.resolve(id); }
+
+    void save(Workspace ws) throws IOException {
+        String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
+        var rec = new WorkspaceRecord(ws.id, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
+                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources);
+        MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
+    }
+
+    WorkspaceRecord loadWorkspace(Path dir) throws IOException {
+        return JSON.readValue(MetaFile.read(dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION),
+                WorkspaceRecord.class);
+    }
+
+    void save(Path snapshotDir, SnapshotRecord rec) throws IOException {
+        MetaFile.write(snapshotDir.resolve("snapshot.meta"), "snapshot", SNAPSHOT_VERSION, JSON.writeValueAsString(rec));
+    }
+
+    SnapshotRecord loadSnapshot(Path dir) throws IOException {
+        return JSON.readValue(MetaFile.read(dir.resolve("snapshot.meta"), "snapshot", SNAPSHOT_VERSION),
+                SnapshotRecord.class);
+    }
+
+    static List<Path> children(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return new ArrayList<>(s.filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList());
+        }
+    }
+
+    static void deleteTree(Path root) throws IOException { dev.berth.engine.spi.Trees.delete(root); }
+
+    static long treeBytes(Path root) { return dev.berth.engine.spi.Trees.bytes(root); }
+}

@@ -1,0 +1,56 @@
+package dev.berth.engine;
+
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The engine's mutable record of one workspace. Lifecycle fields are guarded by {@link #lock}; a lifecycle
+ * transition holds the lock for its whole duration, so other callers wait rather than observe a half-done move.
+ * Runs hold the lock only to check the state and count themselves in {@link #activeRuns}.
+ */
+final class Workspace {
+    final String id;
+    final String name;
+    final Lifecycle lifecycle;
+    final IsolationDriver driver;
+    final Instant createdAt;
+    final String fromSnapshot;
+    final Resources resources;
+    final Path dir;        // <home>/workspaces/<id>: workspace.meta and state/
+    final Path runtimeDir; // <home>/run/<id>
+    final ReentrantLock lock = new ReentrantLock();
+
+    WorkspaceState state;
+    Sandbox sandbox;
+    int activeRuns;
+    volatile Instant lastUsedAt;
+
+    Workspace(String id, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
+              String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state) {
+        this.id = id;
+        this.name = name;
+        this.lifecycle = lifecycle;
+        this.driver = driver;
+        this.createdAt = createdAt;
+        this.fromSnapshot = fromSnapshot;
+        this.resources = resources;
+        this.dir = dir;
+        this.runtimeDir = runtimeDir;
+        this.state = state;
+        this.lastUsedAt = createdAt;
+    }
+
+    Path stateDir() { return dir.resolve("state"); }
+
+    /** How the agent should refer to it in messages. */
+    String label() { return name != null ? name : id; }
+
+    WorkspaceInfo info() {
+        return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
+                lastUsedAt, fromSnapshot, activeRuns);
+    }
+}

@@ -1,0 +1,119 @@
+package dev.berth.engine.namespace;
+
+import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.spi.Availability;
+import dev.berth.engine.spi.DriverCapabilities;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Isolation on the shared host kernel with bubblewrap: user, pid, mount, ipc, uts, cgroup and network namespaces,
+ * no network device (only loopback), all capabilities dropped, a read-only base (the host's {@code /usr} and a curated
+ * {@code /etc}), and a per-workspace writable layer on disk ({@code /workspace}, {@code /root}, {@code /usr/local},
+ * {@code /var}). When Berth runs as root, every workspace runs as its own unprivileged host uid, so an escape from the
+ * namespaces lands as a user that owns nothing but that workspace's files.
+ *
+ * <p>Honest limits: the host kernel is shared (a kernel exploit is an escape); park cannot keep memory (processes
+ * stop, files stay). Thread-safe.
+ */
+public final class NamespaceDriver implements IsolationDriver {
+    static final String NAME = "namespace";
+
+    private final Path home;
+    private final Path bwrap;
+
+    /** @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}. */
+    public NamespaceDriver(Path home) {
+        this.home = home.toAbsolutePath();
+        this.bwrap = findBwrap();
+    }
+
+    private static Path findBwrap() {
+        for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
+            Path p = Path.of(dir, "bwrap");
+            if (Files.isExecutable(p)) return p;
+        }
+        return null;
+    }
+
+    @Override
+    public String name() { return NAME; }
+
+    @Override
+    public Availability probe() {
+        if (bwrap == null) {
+            return Availability.no("bubblewrap (bwrap) is not installed; `berth setup` installs it (apt-get install bubblewrap)");
+        }
+        if (!HostIdentity.userNamespacesAllowed()) {
+            return Availability.no("the kernel does not allow user namespaces (kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0)");
+        }
+        return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
+                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : ""));
+    }
+
+    @Override
+    public DriverCapabilities capabilities() {
+        return new DriverCapabilities(NAME,
+                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities",
+                false, false, false, "none");
+    }
+
+    @Override
+    public Sandbox start(StartRequest request) throws SandboxException {
+        Availability a = probe();
+        if (!a.available()) throw new SandboxException("namespace isolation is not available: " + a.reason());
+        try {
+            Path agent = AgentBinary.extract(home.resolve("images"));
+            Path etc = BaseEtc.prepare(home.resolve("images"));
+            Layout layout = Layout.of(request);
+            switch (request.mode()) {
+                case StartRequest.Fresh f -> layout.createFresh();
+                case StartRequest.Resume r -> layout.createFresh(); // idempotent: fills in what a crash may have left out
+                case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+            }
+            return NamespaceSandbox.launch(bwrap, agent, etc, layout, request);
+        } catch (IOException e) {
+            throw new SandboxException("preparing the namespace sandbox failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void cleanupRuntime(Path runtimeDir) {
+        // The sandbox dies with the server (--die-with-parent); only cgroups can be left behind.
+        CgroupLimits.removeFor(runtimeDir.getFileName().toString());
+    }
+
+    @Override
+    public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
+        try {
+            Layout.copyTree(workspaceStateDir, snapshotStateDir);
+        } catch (IOException e) {
+            throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Runs a short host command, failing with its output. */
+    static void exec(String... cmd) throws IOException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException(String.join(" ", cmd) + " did not finish in 120 s");
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while running " + cmd[0]);
+        }
+        if (p.exitValue() != 0) {
+            String out = new String(p.getInputStream().readAllBytes()).strip();
+            throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+package dev.berth.engine.namespace;
+
+import dev.berth.engine.agent.AgentClient;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import dev.berth.engine.spi.Trees;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One running bubblewrap sandbox with the guest agent as its only process at start. The host listens on a unix
+ * socket in the runtime directory; the agent inside connects to it through a bind mount. Lifecycle calls are
+ * serialised by the engine; {@link #agent()} is thread-safe.
+ */
+final class NamespaceSandbox implements Sandbox {
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(15);
+
+    private final Process process;
+    private final AgentClient agent;
+    private final Layout layout;
+    private final CgroupLimits limits;
+
+    private NamespaceSandbox(Process process, AgentClient agent, Layout layout, CgroupLimits limits) {
+        this.process = process;
+        this.agent = agent;
+        this.layout = layout;
+        this.limits = limits;
+    }
+
+    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req)
+            throws SandboxException, IOException {
+        Files.deleteIfExists(layout.socket());
+        CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources())
+                : new CgroupLimits(List.of(), null, "none (Berth is not root)");
+        Process p = null;
+        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            server.bind(UnixDomainSocketAddress.of(layout.socket()));
+            layout.chownForSandbox(layout.socket());
+            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits);
+            Path log = layout.runtime().resolve("sandbox.log");
+            p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            SocketChannel ch = accept(server, p, log);
+            AgentClient agent = AgentClient.handshake(ch, Duration.ofSeconds(10));
+            return new NamespaceSandbox(p, agent, layout, limits);
+        } catch (SandboxException | IOException | RuntimeException e) {
+            if (p != null) kill(p);
+            CgroupLimits.removeFor(req.workspaceId());
+            throw e;
+        } finally {
+            Files.deleteIfExists(layout.socket());
+        }
+    }
+
+    private static SocketChannel accept(ServerSocketChannel server, Process p, Path log) throws IOException, SandboxException {
+        server.configureBlocking(false);
+        try (Selector sel = Selector.open()) {
+            server.register(sel, SelectionKey.OP_ACCEPT);
+            long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
+            while (System.nanoTime() < deadline) {
+                sel.select(50);
+                SocketChannel ch = server.accept();
+                if (ch != null) {
+                    ch.configureBlocking(true);
+                    return ch;
+                }
+                if (!p.isAlive()) {
+                    throw new SandboxException("bubblewrap exited with status " + p.exitValue() + " before the agent connected: "
+                            + tail(log));
+                }
+            }
+        }
+        throw new SandboxException("the agent did not connect within " + READY_TIMEOUT.toSeconds() + " s: " + tail(log));
+    }
+
+    private static String tail(Path log) {
+        try {
+            String s = Files.readString(log).strip();
+            return s.isEmpty() ? "(no output)" : s.length() > 2000 ? s.substring(s.length() - 2000) : s;
+        } catch (IOException e) {
+            return "(no output)";
+        }
+    }
+
+    /**
+     * The sandbox command line. Order matters for bwrap: later mounts go on top of earlier ones, so the writable
+     * layer comes after the read-only base it covers.
+     */
+    static List<String> command(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, CgroupLimits limits) {
+        List<String> c = new ArrayList<>();
+        if (!limits.groups().isEmpty()) {
+            // join the cgroups before bwrap forks, so every process of the sandbox is inside them
+            StringBuilder sh = new StringBuilder();
+            for (Path g : limits.groups()) sh.append("echo $$ > '").append(g.resolve("cgroup.procs")).append("' && ");
+            sh.append("exec \"$@\"");
+            c.addAll(List.of("/bin/sh", "-c", sh.toString(), "berth-launch"));
+        }
+        if (layout.uid() >= 0) {
+            c.addAll(List.of("setpriv", "--reuid=" + layout.uid(), "--regid=" + layout.uid(), "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"));
+        }
+        c.add(bwrap.toString());
+        c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--uid", "0", "--gid", "0", "--hostname", "workspace",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
+        // read-only base
+        c.addAll(List.of("--ro-bind", "/usr", "/usr"));
+        for (String l : List.of("bin", "lib", "lib64", "sbin")) {
+            if (Files.isSymbolicLink(Path.of("/" + l))) {
+                c.addAll(List.of("--symlink", "usr/" + l, "/" + l));
+            } else if (Files.isDirectory(Path.of("/" + l))) {
+                c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
+            }
+        }
+        c.addAll(List.of("--ro-bind", etc.toString(), "/etc"));
+        c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
+        c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));
+        // per-workspace writable layer
+        Path s = layout.state();
+        c.addAll(List.of("--bind", s.resolve("workspace").toString(), "/workspace"));
+        c.addAll(List.of("--bind", s.resolve("home").toString(), "/root"));
+        c.addAll(List.of("--bind", s.resolve("usr-local").toString(), "/usr/local"));
+        c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
+        // the agent and its socket
+        c.addAll(List.of("--tmpfs", "/run", "--ro-bind", agentBin.toString(), "/run/berth-agent",
+                "--bind", layout.socketDir().toString(), "/run/berth"));
+        c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
+                "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+        c.addAll(List.of("--disable-userns", "--"));
+        c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
+        if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
+        return c;
+    }
+
+    @Override
+    public AgentClient agent() { return agent; }
+
+    @Override
+    public long hostPid() { return process.pid(); }
+
+    @Override
+    public ParkOutcome park() {
+        long t0 = System.nanoTime();
+        destroy();
+        return new ParkOutcome(false, Trees.bytes(layout.state()), (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    @Override
+    public ParkOutcome snapshot(Path snapshotStateDir) throws SandboxException {
+        long t0 = System.nanoTime();
+        try {
+            agent.sync();
+        } catch (IOException e) {
+            throw new SandboxException("the agent did not sync the workspace before the snapshot: " + e.getMessage(), e);
+        }
+        // freeze every process so the copy is consistent (no half-written files); thaw whatever happens
+        boolean frozen = limits.freeze(true);
+        try {
+            Layout.copyTree(layout.state(), snapshotStateDir);
+        } catch (IOException e) {
+            throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);
+        } finally {
+            if (frozen) limits.freeze(false);
+        }
+        return new ParkOutcome(false, Trees.bytes(snapshotStateDir), (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    @Override
+    public void destroy() {
+        agent.close();
+        kill(process);
+        CgroupLimits.removeFor(layout.workspaceId());
+    }
+
+    @Override
+    public boolean isAlive() { return process.isAlive(); }
+
+    private static void kill(Process p) {
+        // bwrap's sandbox init dies with it (--die-with-parent), and with the pid namespace's init every process in it
+        p.destroyForcibly();
+        try {
+            p.waitFor(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package dev.berth.engine.spi;
+
+import java.io.IOException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.stream.Stream;
+
+/** File-tree helpers shared by the engine and the drivers. Never follow symbolic links (a sandbox may plant them). */
+public final class Trees {
+    private Trees() {}
+
+    /** Deletes a tree without following symbolic links. A missing tree is fine. */
+    public static void delete(Path root) throws IOException {
+        if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) return;
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.delete(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+                if (exc != null) throw exc;
+                Files.delete(d);
+                return FileVisitResult.CONTINUE;
+            }
+        });
+    }
+
+    /** Logical size in bytes of the regular files in a tree; 0 if it cannot be read. */
+    public static long bytes(Path root) {
+        try (Stream<Path> s = Files.walk(root)) {
+            return s.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    return 0;
+                }
+            }).sum();
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return 0;
+        }
+    }
+}
