@@ -535,6 +535,8 @@ public final class Engine implements AutoCloseable {
 
     private StartRequest startRequest(Workspace ws, StartRequest.Mode mode) throws IOException {
         Files.createDirectories(ws.runtimeDir);
+        Store.traverseOnly(ws.runtimeDir);
+        Store.traverseOnly(ws.dir);
         return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT);
     }
 

@@ -49,6 +49,16 @@ final class Store {
         this.snapshots = this.home.resolve("snapshots");
         this.run = this.home.resolve("run");
         for (Path p : List.of(workspaces, snapshots, run)) Files.createDirectories(p);
+        // Sandboxes run as their own unprivileged uids and must reach their own layer (bind sources) through these
+        // directories: traversable by anyone, listable by the owner only. Snapshots are never bound into a sandbox.
+        traverseOnly(this.home);
+        traverseOnly(workspaces);
+        traverseOnly(run);
+        Files.setPosixFilePermissions(snapshots, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+    }
+
+    static void traverseOnly(Path dir) throws IOException {
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
     }
 
     Path workspaceDir(String id) { return workspaces.resolve(id); }

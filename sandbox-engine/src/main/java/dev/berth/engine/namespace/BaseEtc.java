@@ -23,6 +23,8 @@ final class BaseEtc {
     private BaseEtc() {}
 
     static synchronized Path prepare(Path images) throws IOException {
+        Files.createDirectories(images);
+        Files.setPosixFilePermissions(images, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         Path dir = images.resolve("namespace-etc-v" + VERSION);
         if (Files.isDirectory(dir)) return dir;
         Path tmp = images.resolve(".namespace-etc-" + ProcessHandle.current().pid());

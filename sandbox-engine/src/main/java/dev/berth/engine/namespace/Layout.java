@@ -33,8 +33,25 @@ record Layout(Path state, Path runtime, String workspaceId, int uid) {
     void createFresh() throws IOException {
         for (String d : DIRS) Files.createDirectories(state.resolve(d));
         Files.createDirectories(socketDir());
+        checkReachable();
         chownForSandbox(state);
         chownForSandbox(socketDir());
+        // only this workspace's uid may enter its layer: another workspace that escaped its namespaces finds it shut
+        var owner = java.nio.file.attribute.PosixFilePermissions.fromString("rwx------");
+        Files.setPosixFilePermissions(state, owner);
+        Files.setPosixFilePermissions(socketDir(), owner);
+    }
+
+    /** The sandbox runs as another uid: every directory above its layer must let others pass through. */
+    void checkReachable() throws IOException {
+        if (uid < 0) return;
+        for (Path p = state.toAbsolutePath().getParent(); p != null; p = p.getParent()) {
+            var perms = Files.getPosixFilePermissions(p);
+            if (!perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_EXECUTE)) {
+                throw new IOException("workspace sandboxes run as their own uid and cannot reach " + state + ": directory "
+                        + p + " is not traversable by others; chmod o+x it or choose another --home");
+            }
+        }
     }
 
     void copyFrom(Path snapshotState) throws IOException {

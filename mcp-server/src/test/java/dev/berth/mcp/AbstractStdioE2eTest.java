@@ -1,0 +1,234 @@
+package dev.berth.mcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The end-to-end suite, run against every isolation driver: the official MCP TypeScript client drives
+ * {@code java -jar berth.jar stdio}. Each driver's subclass names its isolation level.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class AbstractStdioE2eTest {
+    Path home;
+    McpBridge mcp;
+
+    abstract String isolation();
+
+    @BeforeAll
+    void start() throws IOException {
+        home = Files.createTempDirectory("berth-e2e-" + isolation() + "-");
+        mcp = McpBridge.stdio(home, "--isolation", isolation());
+        mcp.connect();
+    }
+
+    @AfterAll
+    void stop() throws IOException {
+        mcp.close();
+        dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
+        JsonNode r = mcp.call(tool, args);
+        assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
+        JsonNode sc = r.path("structuredContent");
+        SchemaCheck.assertValid(tool, sc);
+        // the text content mirrors the structured content
+        assertEquals(sc, McpBridge.JSON.readTree(r.path("content").get(0).path("text").asString()));
+        return sc;
+    }
+
+    String error(String tool, Map<String, Object> args) throws IOException {
+        JsonNode r = mcp.call(tool, args);
+        assertTrue(r.path("isError").asBoolean(), () -> tool + " should have failed: " + r);
+        return r.path("content").get(0).path("text").asString();
+    }
+
+    @Test
+    void toolsList_listsEveryToolWithSchemasAndAnnotations() throws IOException {
+        JsonNode tools = mcp.send(Map.of("op", "list")).path("tools");
+        Set<String> names = new HashSet<>();
+        for (JsonNode t : tools) {
+            names.add(t.path("name").asString());
+            assertEquals("object", t.path("inputSchema").path("type").asString(), t.toString());
+            assertEquals("object", t.path("outputSchema").path("type").asString(), t.toString());
+            assertTrue(t.path("description").asString().length() > 80, "a tool description is the agent's manual: " + t);
+            assertTrue(t.path("annotations").has("readOnlyHint"), t.toString());
+        }
+        assertEquals(Set.of("open_workspace", "run", "park", "snapshot", "close_workspace", "list_workspaces"), names);
+    }
+
+    @Test
+    void persistentWorkspace_fileSurvivesParkAndForkSeesSnapshot() throws IOException {
+        JsonNode open = ok("open_workspace", Map.of("name", "proj-" + isolation()));
+        assertEquals("persistent", open.path("lifecycle").asString());
+        assertEquals(isolation(), open.path("isolation").asString());
+        assertEquals("running", open.path("state").asString());
+        assertTrue(open.path("created").asBoolean());
+        String id = open.path("workspace").asString();
+
+        JsonNode w = ok("run", Map.of("workspace", id, "command", "mkdir -p src && echo 'hello berth' > src/notes.txt && cat src/notes.txt"));
+        assertEquals(0, w.path("exit_code").asInt());
+        assertEquals("hello berth\n", w.path("stdout").asString());
+
+        JsonNode park = ok("park", Map.of("workspace", "proj-" + isolation()));
+        assertEquals("parked", park.path("state").asString());
+        assertEquals(park.path("capabilities").path("park_keeps_memory").asBoolean(), park.path("memory_kept").asBoolean());
+
+        JsonNode again = ok("park", Map.of("workspace", id));
+        assertTrue(again.path("already_parked").asBoolean());
+
+        JsonNode read = ok("run", Map.of("workspace", id, "command", "cat src/notes.txt"));
+        assertEquals("hello berth\n", read.path("stdout").asString());
+        assertTrue(read.path("resumed").asBoolean());
+
+        JsonNode snap = ok("snapshot", Map.of("workspace", id, "name", "snap-before-change-" + isolation()));
+        ok("run", Map.of("workspace", id, "command", "echo changed > src/notes.txt"));
+
+        JsonNode fork = ok("open_workspace", Map.of("from_snapshot", snap.path("snapshot").asString()));
+        assertEquals("ephemeral", fork.path("lifecycle").asString());
+        assertEquals(snap.path("snapshot").asString(), fork.path("from_snapshot").asString());
+        String forkId = fork.path("workspace").asString();
+        assertEquals("hello berth\n", ok("run", Map.of("workspace", forkId, "command", "cat src/notes.txt")).path("stdout").asString());
+        assertEquals("changed\n", ok("run", Map.of("workspace", id, "command", "cat src/notes.txt")).path("stdout").asString());
+
+        // reopening by name finds the same workspace
+        JsonNode reopen = ok("open_workspace", Map.of("name", "proj-" + isolation()));
+        assertFalse(reopen.path("created").asBoolean());
+        assertEquals(id, reopen.path("workspace").asString());
+
+        JsonNode list = ok("list_workspaces", Map.of());
+        assertTrue(list.path("snapshots").toString().contains(snap.path("snapshot").asString()));
+
+        assertTrue(ok("close_workspace", Map.of("workspace", forkId)).path("deleted").asBoolean());
+        String refused = error("close_workspace", Map.of("workspace", id));
+        assertTrue(refused.contains("is persistent") && refused.contains("delete: true"), refused);
+        assertTrue(ok("close_workspace", Map.of("workspace", id, "delete", true)).path("deleted").asBoolean());
+        assertFalse(Files.exists(home.resolve("workspaces").resolve(id)), "closed workspace left files");
+        String gone = error("run", Map.of("workspace", id, "command", "true"));
+        assertTrue(gone.contains("no workspace '" + id + "'"), gone);
+    }
+
+    @Test
+    void ephemeralWorkspace_leavesNothingOnDiskAfterClose() throws IOException {
+        Set<Path> before = tree(home);
+        JsonNode open = ok("open_workspace", Map.of());
+        assertEquals("ephemeral", open.path("lifecycle").asString());
+        String id = open.path("workspace").asString();
+        assertEquals(0, ok("run", Map.of("workspace", id, "command", "dd if=/dev/zero of=big bs=1k count=64 2>/dev/null && ls")).path("exit_code").asInt());
+        assertTrue(tree(home).stream().anyMatch(p -> p.toString().contains(id)));
+        ok("close_workspace", Map.of("workspace", id));
+        Set<Path> after = tree(home);
+        assertTrue(after.stream().noneMatch(p -> p.toString().contains(id)), () -> "left behind: " + after.stream().filter(p -> p.toString().contains(id)).toList());
+        assertTrue(before.containsAll(after), () -> "new files after close: " + after.stream().filter(p -> !before.contains(p)).toList());
+    }
+
+    @Test
+    void run_streamsProgressWhileRunning() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode r = mcp.callWithProgress("run", Map.of("workspace", id,
+                "command", "for i in 1 2 3; do echo line$i; sleep 0.3; done; echo oops >&2"));
+        JsonNode result = r.path("result").path("structuredContent");
+        assertEquals("line1\nline2\nline3\n", result.path("stdout").asString());
+        assertEquals("oops\n", result.path("stderr").asString());
+        String streamed = String.join("", McpBridge.JSON.convertValue(r.path("progress"), String[].class));
+        assertTrue(streamed.contains("line1") && streamed.contains("line3") && streamed.contains("[stderr] oops"), streamed);
+        assertTrue(r.path("progress").size() >= 2, "output should arrive in several notifications while it runs: " + r.path("progress"));
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    @Test
+    void run_timeout_killsTreeAndSaysSo() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode r = ok("run", Map.of("workspace", id, "command", "(sleep 300 & sleep 300); echo never", "timeout_s", 1));
+        assertTrue(r.path("timed_out").asBoolean(), r.toString());
+        assertEquals(137, r.path("exit_code").asInt());
+        assertFalse(r.path("stdout").asString().contains("never"));
+        JsonNode ps = ok("run", Map.of("workspace", id, "command", "ps -eo comm | grep -c '^sleep' || true"));
+        assertEquals("0", ps.path("stdout").asString().strip(), "sleep processes survived the timeout");
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    @Test
+    void run_largeOutput_keepsHeadAndTailAndCountsAll() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode r = ok("run", Map.of("workspace", id, "command", "echo START; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo END",
+                "max_output_bytes", 4096));
+        assertTrue(r.path("stdout_truncated").asBoolean());
+        assertEquals(3000011, r.path("stdout_bytes").asLong());
+        assertTrue(r.path("stdout").asString().startsWith("START\n"));
+        assertTrue(r.path("stdout").asString().endsWith("END\n"));
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    @Test
+    void badInput_getsClearToolErrorsAndChangesNothing() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        ok("run", Map.of("workspace", id, "command", "echo keep > keep.txt"));
+        List<List<Object>> cases = List.of(
+                List.of("run", Map.of("workspace", "no-such-ws", "command", "true"), "no workspace 'no-such-ws'"),
+                List.of("run", Map.of("workspace", id), "command"),
+                List.of("run", Map.of("command", "true"), "workspace"),
+                List.of("run", Map.of("workspace", id, "command", "true", "timeout_s", "ten"), "timeout_s"),
+                List.of("run", Map.of("workspace", id, "command", "true", "timeout_s", 0), "timeout_s"),
+                List.of("run", Map.of("workspace", id, "command", "true", "cwd", "/no/such/dir"), "cwd '/no/such/dir'"),
+                List.of("run", Map.of("workspace", id, "command", "true", "env", Map.of("HTTP_PROXY", "http://evil")), "HTTP_PROXY"),
+                List.of("run", Map.of("workspace", id, "command", "true", "bogus", 1), "bogus"),
+                List.of("park", Map.of("workspace", 42), "workspace"),
+                List.of("open_workspace", Map.of("lifecycle", "forever"), "lifecycle"),
+                List.of("open_workspace", Map.of("name", "../etc"), "name"),
+                List.of("open_workspace", Map.of("from_snapshot", "snap-nope"), "no snapshot 'snap-nope'"),
+                List.of("open_workspace", Map.of("isolation", "firecracker"), "isolation"),
+                List.of("snapshot", Map.of("workspace", "nope"), "no workspace 'nope'"),
+                List.of("close_workspace", Map.of("workspace", "nope"), "no workspace 'nope'"));
+        for (List<Object> c : cases) {
+            @SuppressWarnings("unchecked") Map<String, Object> args = (Map<String, Object>) c.get(1);
+            String msg = error((String) c.get(0), args);
+            assertTrue(msg.contains((String) c.get(2)), c.get(0) + " " + args + " -> " + msg);
+        }
+        assertEquals("keep\n", ok("run", Map.of("workspace", id, "command", "cat keep.txt")).path("stdout").asString());
+        ok("close_workspace", Map.of("workspace", id));
+        String closed = error("park", Map.of("workspace", id));
+        assertTrue(closed.contains("no workspace"), closed);
+    }
+
+    @Test
+    void run_concurrentCallsInOneWorkspace_allComplete() throws Exception {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        // one client sending several requests at once, as agents with parallel tool calls do
+        List<Map<String, Object>> calls = new java.util.ArrayList<>();
+        for (int i = 1; i <= 6; i++) {
+            // each run waits until all six have started: only concurrent execution lets any of them finish
+            calls.add(Map.of("name", "run", "args", Map.of("workspace", id, "timeout_s", 60, "command",
+                    "touch started" + i + "; while [ $(ls started* | wc -l) -lt 6 ]; do sleep 0.05; done; echo done" + i)));
+        }
+        JsonNode r = mcp.send(Map.of("op", "parallel", "calls", calls));
+        assertTrue(r.path("ok").asBoolean(), r.toString());
+        for (int i = 1; i <= 6; i++) {
+            JsonNode one = r.path("results").get(i - 1);
+            assertFalse(one.path("isError").asBoolean(), one.toString());
+            assertEquals("done" + i + "\n", one.path("structuredContent").path("stdout").asString());
+        }
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    static Set<Path> tree(Path root) throws IOException {
+        try (Stream<Path> s = Files.walk(root)) {
+            return new HashSet<>(s.toList());
+        }
+    }
+}

@@ -1,0 +1,90 @@
+package dev.berth.mcp;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Drives a Berth server with the official MCP TypeScript SDK client (src/test/node/bridge.mjs), one JSON line per
+ * request. Assertions stay in Java; the protocol work is done by the real client.
+ */
+final class McpBridge implements AutoCloseable {
+    static final JsonMapper JSON = JsonMapper.builder().build();
+    static final Path NODE_DIR = Path.of(System.getProperty("berth.node.dir", "src/test/node")).toAbsolutePath();
+    static final Path JAR = Path.of(System.getProperty("berth.jar", "target/berth.jar")).toAbsolutePath();
+
+    private final Process process;
+    private final OutputStream in;
+    private final BufferedReader out;
+
+    private McpBridge(List<String> cmd) throws IOException {
+        if (!Files.isDirectory(NODE_DIR.resolve("node_modules/@modelcontextprotocol/sdk"))) {
+            throw new IllegalStateException("the MCP TypeScript SDK is not installed: run `npm ci --prefix " + NODE_DIR + "`");
+        }
+        process = new ProcessBuilder(cmd).directory(NODE_DIR.toFile())
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        in = process.getOutputStream();
+        out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    }
+
+    /** A bridge whose client spawns {@code java -jar berth.jar stdio --home HOME [extra...]}. */
+    static McpBridge stdio(Path home, String... extra) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("node", "bridge.mjs", "stdio", javaBin(), "-jar", JAR.toString(), "stdio",
+                "--home", home.toString()));
+        cmd.addAll(List.of(extra));
+        return new McpBridge(cmd);
+    }
+
+    static String javaBin() {
+        return ProcessHandle.current().info().command().orElse("java");
+    }
+
+    JsonNode send(Map<String, Object> request) throws IOException {
+        in.write((JSON.writeValueAsString(request) + "\n").getBytes(StandardCharsets.UTF_8));
+        in.flush();
+        String line = out.readLine();
+        if (line == null) throw new IOException("the MCP client bridge exited");
+        return JSON.readTree(line);
+    }
+
+    JsonNode connect() throws IOException {
+        JsonNode r = send(Map.of("op", "connect"));
+        if (!r.path("ok").asBoolean()) throw new IOException("connect failed: " + r);
+        return r;
+    }
+
+    /** Calls a tool; returns the CallToolResult (content, structuredContent, isError). */
+    JsonNode call(String tool, Map<String, Object> args) throws IOException {
+        JsonNode r = send(Map.of("op", "call", "name", tool, "args", args));
+        if (!r.path("ok").asBoolean()) throw new IOException("call " + tool + " failed in the client: " + r.path("error").asString());
+        return r.path("result");
+    }
+
+    /** Calls a tool with a progress token; returns the whole answer (result and progress messages). */
+    JsonNode callWithProgress(String tool, Map<String, Object> args) throws IOException {
+        JsonNode r = send(Map.of("op", "call", "name", tool, "args", args, "progress", true));
+        if (!r.path("ok").asBoolean()) throw new IOException("call " + tool + " failed in the client: " + r.path("error").asString());
+        return r;
+    }
+
+    @Override
+    public void close() throws IOException {
+        in.close();
+        try {
+            if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+}

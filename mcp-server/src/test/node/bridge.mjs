@@ -1,0 +1,96 @@
+// A thin, scriptable wrapper around the official MCP TypeScript SDK client, so the Java end-to-end tests can drive
+// Berth with the real client while keeping their assertions in Java.
+//
+// Usage: node bridge.mjs stdio <command> [args...]
+//        node bridge.mjs http <url> [bearer-token]
+// Reads one JSON request per line on stdin, writes one JSON answer per line on stdout:
+//   {"op":"connect"}                         -> {"ok":true,"serverInfo":...,"capabilities":...,"instructions":...,"pid":N}
+//   {"op":"list"}                            -> {"ok":true,"tools":[...]}
+//   {"op":"call","name":"run","args":{...},"progress":true,"timeoutMs":N}
+//                                            -> {"ok":true,"result":{...},"progress":["chunk",...]}
+//   {"op":"cancel-call", ...same as call, "cancelAfterMs":N} -> aborts the call after N ms
+//   {"op":"parallel","calls":[{"name":..,"args":..},..]} -> {"ok":true,"results":[...]} (all sent at once)
+//   {"op":"close"}                           -> closes the transport (the server sees EOF on stdin)
+// A failure is {"ok":false,"error":"message","code":N}. The SDK client validates structuredContent against each
+// tool's outputSchema, so a result that breaks its schema shows up here as an error.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createInterface } from "node:readline";
+
+const [mode, target, ...rest] = process.argv.slice(2);
+let client = null;
+let transport = null;
+
+function makeTransport() {
+  if (mode === "stdio") {
+    return new StdioClientTransport({ command: target, args: rest, stderr: "inherit" });
+  }
+  if (mode === "http") {
+    const headers = rest[0] ? { Authorization: `Bearer ${rest[0]}` } : {};
+    return new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
+  }
+  throw new Error(`unknown mode ${mode}`);
+}
+
+async function handle(req) {
+  switch (req.op) {
+    case "connect": {
+      transport = makeTransport();
+      client = new Client({ name: "berth-e2e", version: "1.0.0" }, { capabilities: {} });
+      await client.connect(transport);
+      await client.listTools(); // caches output schemas so callTool validates structuredContent
+      return {
+        serverInfo: client.getServerVersion(),
+        capabilities: client.getServerCapabilities(),
+        instructions: client.getInstructions(),
+        pid: transport.pid ?? null,
+      };
+    }
+    case "list":
+      return { tools: (await client.listTools()).tools };
+    case "call":
+    case "cancel-call": {
+      const progress = [];
+      const controller = new AbortController();
+      const options = { timeout: req.timeoutMs ?? 600000, signal: controller.signal };
+      if (req.progress) {
+        options.onprogress = (p) => progress.push(p.message ?? "");
+        options.resetTimeoutOnProgress = true;
+      }
+      if (req.op === "cancel-call") setTimeout(() => controller.abort("cancelled by test"), req.cancelAfterMs ?? 1000);
+      const result = await client.callTool({ name: req.name, arguments: req.args ?? {} }, undefined, options);
+      return { result, progress };
+    }
+    case "parallel": {
+      const results = await Promise.all(req.calls.map((c) =>
+        client.callTool({ name: c.name, arguments: c.args ?? {} }, undefined, { timeout: c.timeoutMs ?? 600000 })));
+      return { results };
+    }
+    case "close":
+      await client.close();
+      client = null;
+      return {};
+    default:
+      throw new Error(`unknown op ${req.op}`);
+  }
+}
+
+const rl = createInterface({ input: process.stdin });
+let queue = Promise.resolve();
+rl.on("line", (line) => {
+  if (!line.trim()) return;
+  queue = queue.then(async () => {
+    let answer;
+    try {
+      answer = { ok: true, ...(await handle(JSON.parse(line))) };
+    } catch (e) {
+      answer = { ok: false, error: String(e?.message ?? e), code: e?.code ?? null };
+    }
+    process.stdout.write(JSON.stringify(answer) + "\n");
+  });
+});
+rl.on("close", () => queue.then(async () => {
+  if (client) await client.close().catch(() => {});
+  process.exit(0);
+}));
