@@ -1,0 +1,55 @@
+package dev.berth.mcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+/** Every example in examples/ is exercised, so none can rot. */
+class ExamplesE2eTest {
+    static final Path EXAMPLES = McpBridge.NODE_DIR.resolve("../../../../examples").normalize();
+
+    @Test
+    void agentSession_runsToTheEnd() throws Exception {
+        Path home = Files.createTempDirectory("berth-example-");
+        try {
+            Process p = new ProcessBuilder("node", "agent-session.mjs", McpBridge.JAR.toString(), "--home", home.toString())
+                    .directory(EXAMPLES.toFile()).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(180, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), out);
+            assertTrue(out.contains("forked from snapshot 'before-refactor'") && out.strip().endsWith("done"), out);
+        } finally {
+            dev.berth.engine.spi.Trees.delete(home);
+        }
+    }
+
+    /** The client configs name `berth.jar stdio`; started as configured (jar path swapped in), they answer initialize. */
+    @ParameterizedTest
+    @ValueSource(strings = {"claude-code.mcp.json", "claude-desktop.json"})
+    void clientConfig_startsAWorkingServer(String file) throws Exception {
+        JsonNode server = McpBridge.JSON.readTree(Files.readString(EXAMPLES.resolve(file))).path("mcpServers").path("berth");
+        List<String> args = new ArrayList<>();
+        server.path("args").forEach(a -> args.add(a.asString()));
+        assertTrue(args.contains("stdio") && args.get(args.indexOf("-jar") + 1).endsWith("berth.jar"), args.toString());
+        assertTrue(server.path("command").asString().endsWith("/bin/java"), server.toString());
+        Path home = Files.createTempDirectory("berth-config-");
+        try (McpBridge mcp = McpBridge.stdio(home)) {
+            JsonNode hello = mcp.connect();
+            assertEquals("berth", hello.path("serverInfo").path("name").asString());
+        } finally {
+            dev.berth.engine.spi.Trees.delete(home);
+        }
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing Berth needs on a fresh Debian 12 machine. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
+# util-linux's setpriv (dropping to a per-workspace uid), procps (tests look at processes).
+need=()
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd util-linux procps curl; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${need[*]} (run as root, or apt-get install them)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+command -v node >/dev/null || { echo "Node.js is needed for the MCP client tests and examples" >&2; exit 1; }
+# the official MCP TypeScript SDK, pinned by the lock files
+for dir in mcp-server/src/test/node examples; do
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+done
