@@ -1,6 +1,7 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
+import dev.berth.engine.Tenant;
 import dev.berth.schemas.ToolCatalog;
 import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
@@ -26,8 +27,9 @@ final class BerthServer {
 
     private BerthServer() {}
 
+    /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
-        Tools tools = new Tools(engine, JSON);
+        Tools tools = new Tools(engine, JSON, exchange -> Tenant.LOCAL);
         return McpServer.sync(transport)
                 .serverInfo(NAME, VERSION)
                 .instructions(INSTRUCTIONS)

@@ -6,6 +6,7 @@ import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.OpenRequest;
 import dev.berth.engine.OutputListener;
 import dev.berth.engine.RunRequest;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.spi.Resources;
 import dev.berth.schemas.ToolCatalog;
 import io.modelcontextprotocol.json.McpJsonMapper;
@@ -18,6 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The MCP tool handlers: each turns a tool call into one engine call and the answer into structured content plus
@@ -29,10 +31,13 @@ final class Tools {
 
     private final Engine engine;
     private final McpJsonMapper json;
+    private final Function<McpSyncServerExchange, Tenant> tenants;
 
-    Tools(Engine engine, McpJsonMapper json) {
+    /** @param tenants who a call is made for: the single local tenant over stdio, the authenticated one over HTTP */
+    Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants) {
         this.engine = engine;
         this.json = json;
+        this.tenants = tenants;
     }
 
     List<SyncToolSpecification> specifications(ToolCatalog catalog) {
@@ -41,10 +46,10 @@ final class Tools {
             Handler h = switch (def.name()) {
                 case "open_workspace" -> this::open;
                 case "run" -> this::run;
-                case "park" -> (x, a, r) -> Results.park(engine.park(a.requiredString("workspace")));
-                case "snapshot" -> (x, a, r) -> Results.snapshot(engine.snapshot(a.requiredString("workspace"), a.string("name")));
-                case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(a.requiredString("workspace"), a.bool("delete", false)));
-                case "list_workspaces" -> (x, a, r) -> list();
+                case "park" -> (x, a, r) -> Results.park(engine.park(tenants.apply(x), a.requiredString("workspace")));
+                case "snapshot" -> (x, a, r) -> Results.snapshot(engine.snapshot(tenants.apply(x), a.requiredString("workspace"), a.string("name")));
+                case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(tenants.apply(x), a.requiredString("workspace"), a.bool("delete", false)));
+                case "list_workspaces" -> (x, a, r) -> list(tenants.apply(x));
                 default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
             };
             specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
@@ -100,7 +105,7 @@ final class Tools {
             resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
                     or(r.integer("disk_mib"), d.diskMiB()), d.maxPids());
         }
-        return Results.open(engine.open(new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
+        return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
                 a.string("isolation"), resources)));
     }
 
@@ -110,16 +115,17 @@ final class Tools {
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
                 a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
-        if (token == null) return Results.run(engine.run(rr, OutputListener.NONE));
+        Tenant tenant = tenants.apply(ex);
+        if (token == null) return Results.run(engine.run(tenant, rr, OutputListener.NONE));
         try (ProgressStreamer streamer = new ProgressStreamer(ex, token)) {
-            return Results.run(engine.run(rr, streamer));
+            return Results.run(engine.run(tenant, rr, streamer));
         }
     }
 
-    private Map<String, Object> list() throws EngineException {
+    private Map<String, Object> list(Tenant tenant) throws EngineException {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("workspaces", engine.list().stream().map(Results::workspace).toList());
-        m.put("snapshots", engine.snapshots().stream().map(Results::snapshot).toList());
+        m.put("workspaces", engine.list(tenant).stream().map(Results::workspace).toList());
+        m.put("snapshots", engine.snapshots(tenant).stream().map(Results::snapshot).toList());
         String dflt;
         try {
             dflt = engine.defaultIsolation();

@@ -121,7 +121,8 @@ public final class Engine implements AutoCloseable {
                     + "', which is not configured; left on disk untouched");
             return;
         }
-        Workspace ws = new Workspace(rec.id(), rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
+        String tenant = rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant();
+        Workspace ws = new Workspace(rec.id(), tenant, rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
                 rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
                 store.runtimeDir(rec.id()), WorkspaceState.PARKED);
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
@@ -131,7 +132,7 @@ public final class Engine implements AutoCloseable {
 
     // ---------------------------------------------------------------- open
 
-    public OpenResult open(OpenRequest req) throws EngineException {
+    public OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
         ensureOpen();
         String name = req.name();
         if (name != null && !NAME.matcher(name).matches()) {
@@ -140,23 +141,24 @@ public final class Engine implements AutoCloseable {
         }
         String lc = req.lifecycle() == null ? "auto" : req.lifecycle();
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
-        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : findSnapshot(req.fromSnapshot());
+        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : findSnapshot(tenant, req.fromSnapshot());
         IsolationDriver driver = chooseDriver(req.isolation(), snap);
         Resources resources = req.resources() == null ? Resources.DEFAULT : validate(req.resources());
 
         Workspace ws;
         synchronized (namesLock) {
             if (name != null) {
-                Optional<Workspace> existing = byName(name);
-                if (existing.isPresent()) return reopen(existing.get(), req, lifecycle, driver);
+                Optional<Workspace> existing = byName(tenant, name);
+                if (existing.isPresent()) return reopen(tenant, existing.get(), req, lifecycle, driver);
             }
             long live = workspaces.values().stream().filter(w -> w.state != WorkspaceState.CLOSED).count();
             if (live >= config.maxWorkspaces()) {
                 throw new EngineException(Kind.LIMIT, "cannot open another workspace: " + live + " are open (limit "
                         + config.maxWorkspaces() + "); close or park one you no longer need");
             }
+            checkQuota(tenant, resources, true);
             String id = newId("ws-");
-            ws = new Workspace(id, name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
+            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING);
             ws.lock.lock();
             workspaces.put(id, ws);
@@ -183,7 +185,7 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    private OpenResult reopen(Workspace ws, OpenRequest req, Lifecycle lifecycle, IsolationDriver driver) throws EngineException {
+    private OpenResult reopen(Tenant tenant, Workspace ws, OpenRequest req, Lifecycle lifecycle, IsolationDriver driver) throws EngineException {
         if (req.fromSnapshot() != null) {
             throw new EngineException(Kind.CONFLICT, "a workspace named '" + ws.name + "' exists already; from_snapshot"
                     + " creates a new one, so give it another name (or none)");
@@ -199,7 +201,7 @@ public final class Engine implements AutoCloseable {
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
-            boolean resumed = ensureRunning(ws);
+            boolean resumed = ensureRunning(tenant, ws);
             return new OpenResult(ws.info(), false, resumed, resumed
                     ? "reopened and resumed the parked workspace" : "reopened the running workspace");
         } finally {
@@ -210,15 +212,15 @@ public final class Engine implements AutoCloseable {
     // ---------------------------------------------------------------- run
 
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
-    public RunResult run(RunRequest req, OutputListener listener) throws EngineException {
+    public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
         ensureOpen();
-        Workspace ws = resolve(req.workspace());
+        Workspace ws = resolve(tenant, req.workspace());
         boolean resumed;
         Sandbox sandbox;
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
-            resumed = ensureRunning(ws);
+            resumed = ensureRunning(tenant, ws);
             ws.activeRuns++;
             sandbox = ws.sandbox;
         } finally {
@@ -243,7 +245,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /** Starts the sandbox of a parked workspace (or one whose sandbox died). Caller holds the lock. */
-    private boolean ensureRunning(Workspace ws) throws EngineException {
+    private boolean ensureRunning(Tenant tenant, Workspace ws) throws EngineException {
         if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null && ws.sandbox.isAlive() && ws.sandbox.agent().isOpen()) {
             return false;
         }
@@ -252,6 +254,7 @@ public final class Engine implements AutoCloseable {
             ws.sandbox.destroy();
             ws.sandbox = null;
         }
+        if (ws.state == WorkspaceState.PARKED) checkQuota(tenant, ws.resources, false);
         ws.state = WorkspaceState.RESUMING;
         try {
             ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
@@ -270,9 +273,9 @@ public final class Engine implements AutoCloseable {
 
     // ---------------------------------------------------------------- park
 
-    public ParkResult park(String ref) throws EngineException {
+    public ParkResult park(Tenant tenant, String ref) throws EngineException {
         ensureOpen();
-        Workspace ws = resolve(ref);
+        Workspace ws = resolve(tenant, ref);
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.PARK, ws.state, ws.label());
@@ -314,18 +317,18 @@ public final class Engine implements AutoCloseable {
 
     // ---------------------------------------------------------------- snapshot
 
-    public SnapshotInfo snapshot(String ref, String name) throws EngineException {
+    public SnapshotInfo snapshot(Tenant tenant, String ref, String name) throws EngineException {
         ensureOpen();
         if (name != null && !NAME.matcher(name).matches()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "snapshot name '" + name + "' is not allowed: use 1-63 letters,"
                     + " digits, '.', '_' or '-', starting with a letter or digit");
         }
-        Workspace ws = resolve(ref);
+        Workspace ws = resolve(tenant, ref);
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.SNAPSHOT, ws.state, ws.label());
             synchronized (namesLock) {
-                if (name != null && snapshotByName(name).isPresent()) {
+                if (name != null && snapshotByName(tenant, name).isPresent()) {
                     throw new EngineException(Kind.CONFLICT, "a snapshot named '" + name + "' exists already; pick another name");
                 }
             }
@@ -348,7 +351,7 @@ public final class Engine implements AutoCloseable {
                 throw new EngineException(Kind.INTERNAL, "snapshot of workspace '" + ws.label() + "' failed: " + e.getMessage()
                         + "; the workspace is unchanged", e);
             }
-            var rec = new Store.SnapshotRecord(id, name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
+            var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
                     out.stateBytes(), Instant.now().toString());
             store.save(tmp, rec);
             Files.move(tmp, store.snapshotDir(id), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
@@ -364,12 +367,13 @@ public final class Engine implements AutoCloseable {
         return Files.exists(snapshotState.resolve("memory"));
     }
 
-    public List<SnapshotInfo> snapshots() throws EngineException {
+    public List<SnapshotInfo> snapshots(Tenant tenant) throws EngineException {
         List<SnapshotInfo> out = new ArrayList<>();
         try {
             for (Path dir : Store.children(store.snapshots)) {
                 try {
-                    out.add(store.loadSnapshot(dir).info());
+                    var rec = store.loadSnapshot(dir);
+                    if (owned(tenant, rec)) out.add(rec.info());
                 } catch (IOException e) {
                     LOG.log(System.Logger.Level.WARNING, "skipping unreadable snapshot " + dir + ": " + e.getMessage());
                 }
@@ -380,12 +384,16 @@ public final class Engine implements AutoCloseable {
         return out;
     }
 
-    private Optional<Store.SnapshotRecord> snapshotByName(String name) throws EngineException {
+    private static boolean owned(Tenant tenant, Store.SnapshotRecord rec) {
+        return tenant.id().equals(rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant());
+    }
+
+    private Optional<Store.SnapshotRecord> snapshotByName(Tenant tenant, String name) throws EngineException {
         try {
             for (Path dir : Store.children(store.snapshots)) {
                 try {
                     var rec = store.loadSnapshot(dir);
-                    if (rec.name().equals(name)) return Optional.of(rec);
+                    if (rec.name().equals(name) && owned(tenant, rec)) return Optional.of(rec);
                 } catch (IOException ignored) { }
             }
         } catch (IOException e) {
@@ -394,16 +402,17 @@ public final class Engine implements AutoCloseable {
         return Optional.empty();
     }
 
-    private Store.SnapshotRecord findSnapshot(String ref) throws EngineException {
+    private Store.SnapshotRecord findSnapshot(Tenant tenant, String ref) throws EngineException {
         Path dir = store.snapshotDir(ref);
         if (ref.startsWith("snap-") && NAME.matcher(ref).matches() && Files.isDirectory(dir)) {
             try {
-                return store.loadSnapshot(dir);
+                var rec = store.loadSnapshot(dir);
+                if (owned(tenant, rec)) return rec;
             } catch (IOException e) {
                 throw new EngineException(Kind.INTERNAL, "snapshot '" + ref + "' cannot be read: " + e.getMessage(), e);
             }
         }
-        return snapshotByName(ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no snapshot '" + ref
+        return snapshotByName(tenant, ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no snapshot '" + ref
                 + "'; list_workspaces shows the snapshots that exist"));
     }
 
@@ -413,9 +422,9 @@ public final class Engine implements AutoCloseable {
      * Closes a workspace and deletes its files. A persistent workspace is deleted only when {@code delete} is true,
      * so that an agent cannot lose work by calling close where it meant park.
      */
-    public CloseResult closeWorkspace(String ref, boolean delete) throws EngineException {
+    public CloseResult closeWorkspace(Tenant tenant, String ref, boolean delete) throws EngineException {
         ensureOpen();
-        Workspace ws = resolve(ref);
+        Workspace ws = resolve(tenant, ref);
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.CLOSE, ws.state, ws.label());
@@ -446,13 +455,13 @@ public final class Engine implements AutoCloseable {
 
     // ---------------------------------------------------------------- queries
 
-    public List<WorkspaceInfo> list() {
-        return workspaces.values().stream().map(Workspace::info)
+    public List<WorkspaceInfo> list(Tenant tenant) {
+        return workspaces.values().stream().filter(w -> w.tenant.equals(tenant.id())).map(Workspace::info)
                 .sorted(java.util.Comparator.comparing(WorkspaceInfo::createdAt)).toList();
     }
 
-    public WorkspaceInfo info(String ref) throws EngineException {
-        return resolve(ref).info();
+    public WorkspaceInfo info(Tenant tenant, String ref) throws EngineException {
+        return resolve(tenant, ref).info();
     }
 
     /** Drivers with their availability, for {@code berth doctor}. */
@@ -470,12 +479,12 @@ public final class Engine implements AutoCloseable {
     public Path home() { return store.home; }
 
     /** Streams for the low-level agent, for tools that need more than run (file access). */
-    public Sandbox sandboxFor(String ref) throws EngineException {
-        Workspace ws = resolve(ref);
+    public Sandbox sandboxFor(Tenant tenant, String ref) throws EngineException {
+        Workspace ws = resolve(tenant, ref);
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.FILES, ws.state, ws.label());
-            ensureRunning(ws);
+            ensureRunning(tenant, ws);
             ws.lastUsedAt = Instant.now();
             return ws.sandbox;
         } finally {
@@ -483,18 +492,39 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    Workspace resolve(String ref) throws EngineException {
+    Workspace resolve(Tenant tenant, String ref) throws EngineException {
         if (ref == null || ref.isBlank()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "workspace is required: give the id or the name that open_workspace returned");
         }
         Workspace ws = workspaces.get(ref);
-        if (ws != null) return ws;
-        return byName(ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no workspace '" + ref
+        if (ws != null && ws.tenant.equals(tenant.id())) return ws;
+        return byName(tenant, ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no workspace '" + ref
                 + "'; list_workspaces shows the open ones, open_workspace creates one"));
     }
 
-    private Optional<Workspace> byName(String name) {
-        return workspaces.values().stream().filter(w -> name.equals(w.name) && w.state != WorkspaceState.CLOSED).findFirst();
+    private Optional<Workspace> byName(Tenant tenant, String name) {
+        return workspaces.values().stream()
+                .filter(w -> name.equals(w.name) && w.tenant.equals(tenant.id()) && w.state != WorkspaceState.CLOSED).findFirst();
+    }
+
+    /** Refuses a new workspace that would take the tenant over one of its quotas, naming the quota and the numbers. */
+    private void checkQuota(Tenant tenant, Resources r, boolean newWorkspace) throws EngineException {
+        Tenant.Quota q = tenant.quota();
+        List<Workspace> mine = workspaces.values().stream()
+                .filter(w -> w.tenant.equals(tenant.id()) && w.state != WorkspaceState.CLOSED).toList();
+        List<Workspace> running = mine.stream().filter(w -> w.state != WorkspaceState.PARKED).toList();
+        int vcpus = running.stream().mapToInt(w -> w.resources.vcpus()).sum();
+        int mem = running.stream().mapToInt(w -> w.resources.memoryMiB()).sum();
+        long disk = mine.stream().mapToLong(w -> w.resources.diskMiB()).sum();
+        String over = null;
+        if (newWorkspace && mine.size() + 1 > q.workspaces()) over = "workspaces: " + mine.size() + " open, limit " + q.workspaces();
+        else if (vcpus + r.vcpus() > q.vcpus()) over = "vcpus: " + vcpus + " in use + " + r.vcpus() + " asked, limit " + q.vcpus();
+        else if (mem + r.memoryMiB() > q.memoryMiB()) over = "memory: " + mem + " MiB in use + " + r.memoryMiB() + " asked, limit " + q.memoryMiB() + " MiB";
+        else if (newWorkspace && disk + r.diskMiB() > q.diskMiB()) over = "disk: " + disk + " MiB allotted + " + r.diskMiB() + " asked, limit " + q.diskMiB() + " MiB";
+        if (over != null) {
+            throw new EngineException(Kind.LIMIT, "quota of tenant '" + tenant.id() + "' exceeded (" + over
+                    + "); park or close a workspace, or ask for smaller resources");
+        }
     }
 
     private IsolationDriver chooseDriver(String wanted, Store.SnapshotRecord snap) throws EngineException {

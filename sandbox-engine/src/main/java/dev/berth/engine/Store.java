@@ -27,11 +27,11 @@ final class Store {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
-    record WorkspaceRecord(String id, String name, String lifecycle, String isolation, String state,
+    record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources) {}
 
     /** Persisted fields of a snapshot. */
-    record SnapshotRecord(String id, String name, String workspaceId, String isolation, boolean memoryKept,
+    record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
                           long stateBytes, String createdAt) {
         SnapshotInfo info() {
             return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt));
@@ -67,7 +67,7 @@ final class Store {
 
     void save(Workspace ws) throws IOException {
         String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
-        var rec = new WorkspaceRecord(ws.id, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
+        var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
                 ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources);
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }

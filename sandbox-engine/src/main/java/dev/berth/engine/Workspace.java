@@ -14,6 +14,7 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class Workspace {
     final String id;
+    final String tenant;
     final String name;
     final Lifecycle lifecycle;
     final IsolationDriver driver;
@@ -29,9 +30,10 @@ final class Workspace {
     int activeRuns;
     volatile Instant lastUsedAt;
 
-    Workspace(String id, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
+    Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state) {
         this.id = id;
+        this.tenant = tenant;
         this.name = name;
         this.lifecycle = lifecycle;
         this.driver = driver;

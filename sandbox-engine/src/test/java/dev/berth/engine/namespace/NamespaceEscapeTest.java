@@ -11,6 +11,7 @@ import dev.berth.engine.OpenRequest;
 import dev.berth.engine.OutputListener;
 import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
+import dev.berth.engine.Tenant;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -42,9 +43,9 @@ class NamespaceEscapeTest {
         Files.writeString(hostSecret, "TOP-SECRET");
         hostService = new ServerSocket(0, 10, InetAddress.getLoopbackAddress());
         engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home))));
-        ws = engine.open(OpenRequest.ephemeral()).workspace().id();
-        other = engine.open(OpenRequest.persistent("neighbour")).workspace().id();
-        engine.run(RunRequest.of(other, "echo neighbour-data > /workspace/private.txt"), OutputListener.NONE);
+        ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
+        other = engine.open(Tenant.LOCAL, OpenRequest.persistent("neighbour")).workspace().id();
+        engine.run(Tenant.LOCAL, RunRequest.of(other, "echo neighbour-data > /workspace/private.txt"), OutputListener.NONE);
     }
 
     @AfterAll
@@ -56,7 +57,7 @@ class NamespaceEscapeTest {
     }
 
     RunResult sh(String cmd) throws Exception {
-        return engine.run(RunRequest.of(ws, cmd), OutputListener.NONE);
+        return engine.run(Tenant.LOCAL, RunRequest.of(ws, cmd), OutputListener.NONE);
     }
 
     @Test

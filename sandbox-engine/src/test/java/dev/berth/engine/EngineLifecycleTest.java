@@ -1,0 +1,141 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.namespace.NamespaceDriver;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The engine as a library: lifecycle rules, tenancy, quotas and recovery, on real namespace sandboxes. */
+class EngineLifecycleTest {
+    static final Tenant A = new Tenant("alice", Tenant.Quota.UNLIMITED);
+    static final Tenant B = new Tenant("bob", new Tenant.Quota(1, 64, 1 << 20, 1L << 40));
+    Path home;
+    Engine engine;
+
+    @BeforeEach
+    void start() throws Exception {
+        home = Files.createTempDirectory("berth-engine-");
+        engine = Engine.start(config());
+    }
+
+    EngineConfig config() {
+        return EngineConfig.defaults(home, List.of(new NamespaceDriver(home)));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        engine.close();
+        dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    String sh(Tenant t, String ws, String cmd) throws EngineException {
+        return engine.run(t, RunRequest.of(ws, cmd), OutputListener.NONE).stdout();
+    }
+
+    @Test
+    void otherTenant_cannotSeeOrTouchWorkspaceOrSnapshot() throws Exception {
+        String id = engine.open(A, OpenRequest.persistent("proj")).workspace().id();
+        sh(A, id, "echo alice > secret.txt");
+        SnapshotInfo snap = engine.snapshot(A, "proj", "alice-snap");
+
+        assertTrue(engine.list(B).isEmpty());
+        assertTrue(engine.snapshots(B).isEmpty());
+        for (String ref : List.of(id, "proj")) {
+            String expected = "no workspace '" + ref + "'";
+            assertTrue(assertThrows(EngineException.class, () -> sh(B, ref, "cat secret.txt")).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.park(B, ref)).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.snapshot(B, ref, null)).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.closeWorkspace(B, ref, true)).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.sandboxFor(B, ref)).getMessage().startsWith(expected));
+        }
+        for (String ref : List.of(snap.id(), "alice-snap")) {
+            var e = assertThrows(EngineException.class, () -> engine.open(B, new OpenRequest(null, null, ref, null, null)));
+            assertEquals(EngineException.Kind.NOT_FOUND, e.kind());
+        }
+        // the same name is free for another tenant, and is another workspace
+        String bobs = engine.open(B, OpenRequest.persistent("proj")).workspace().id();
+        assertFalse(bobs.equals(id));
+        assertEquals("", sh(B, "proj", "cat secret.txt 2>/dev/null; true"));
+        assertEquals("alice\n", sh(A, "proj", "cat secret.txt"));
+    }
+
+    @Test
+    void quota_exceeded_refusedNamingTheQuota() throws Exception {
+        engine.open(B, OpenRequest.ephemeral());
+        var e = assertThrows(EngineException.class, () -> engine.open(B, OpenRequest.ephemeral()));
+        assertEquals(EngineException.Kind.LIMIT, e.kind());
+        assertTrue(e.getMessage().contains("quota of tenant 'bob' exceeded (workspaces: 1 open, limit 1)"), e.getMessage());
+    }
+
+    @Test
+    void reopenByName_conflictingOptions_refusedAndNothingChanges() throws Exception {
+        engine.open(A, OpenRequest.persistent("p"));
+        var e = assertThrows(EngineException.class, () -> engine.open(A, new OpenRequest("p", "ephemeral", null, null, null)));
+        assertTrue(e.getMessage().contains("exists and is persistent"), e.getMessage());
+        var f = assertThrows(EngineException.class, () -> engine.open(A, new OpenRequest("p", null, "snap-x", null, null)));
+        assertEquals(EngineException.Kind.NOT_FOUND, f.kind()); // the snapshot is looked up first
+        assertEquals(1, engine.list(A).size());
+    }
+
+    @Test
+    void parkedWorkspace_reopenResumesIt() throws Exception {
+        engine.open(A, OpenRequest.persistent("p"));
+        engine.park(A, "p");
+        assertEquals(WorkspaceState.PARKED, engine.info(A, "p").state());
+        OpenResult r = engine.open(A, OpenRequest.persistent("p"));
+        assertFalse(r.created());
+        assertTrue(r.resumed());
+        assertEquals(WorkspaceState.RUNNING, r.workspace().state());
+    }
+
+    @Test
+    void restart_persistentComesBackParkedWithOwnerAndEphemeralIsGone() throws Exception {
+        String p = engine.open(A, OpenRequest.persistent("keep")).workspace().id();
+        sh(A, p, "echo kept > f");
+        String e = engine.open(A, OpenRequest.ephemeral()).workspace().id();
+        engine.close();
+        engine = Engine.start(config());
+        assertEquals(List.of(p), engine.list(A).stream().map(WorkspaceInfo::id).toList());
+        assertEquals(WorkspaceState.PARKED, engine.info(A, p).state());
+        assertTrue(engine.list(B).isEmpty(), "the owner must survive a restart");
+        assertEquals("kept\n", sh(A, "keep", "cat f"));
+        assertFalse(Files.exists(home.resolve("workspaces").resolve(e)));
+    }
+
+    @Test
+    void corruptRecord_skippedWithoutTakingOthersDown() throws Exception {
+        String p = engine.open(A, OpenRequest.persistent("good")).workspace().id();
+        String q = engine.open(A, OpenRequest.persistent("bad")).workspace().id();
+        engine.close();
+        Path meta = home.resolve("workspaces").resolve(q).resolve("workspace.meta");
+        byte[] b = Files.readAllBytes(meta);
+        b[b.length - 2] ^= 0x20;
+        Files.write(meta, b);
+        engine = Engine.start(config());
+        assertEquals(List.of(p), engine.list(A).stream().map(WorkspaceInfo::id).toList());
+        assertTrue(Files.exists(meta), "an unreadable record is left for the operator, not deleted");
+    }
+
+    @Test
+    void run_whileParkRequested_parkRefusedWithRunCount() throws Exception {
+        String id = engine.open(A, OpenRequest.ephemeral()).workspace().id();
+        Thread t = Thread.ofVirtual().start(() -> {
+            try {
+                sh(A, id, "sleep 2");
+            } catch (EngineException ignored) { }
+        });
+        Thread.sleep(500);
+        var e = assertThrows(EngineException.class, () -> engine.park(A, id));
+        assertTrue(e.getMessage().contains("1 run(s) in progress"), e.getMessage());
+        t.join();
+        engine.park(A, id);
+    }
+}
