@@ -3,6 +3,7 @@ package dev.berth.mcp;
 import dev.berth.engine.CloseResult;
 import dev.berth.engine.OpenResult;
 import dev.berth.engine.ParkResult;
+import dev.berth.engine.ProcessStatus;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.SnapshotInfo;
 import dev.berth.engine.WorkspaceInfo;
@@ -62,6 +63,35 @@ final class Results {
         m.put("timed_out", r.timedOut());
         m.put("resumed", r.resumed());
         m.put("note", r.note());
+        return m;
+    }
+
+    /** A background process, in the run result's shape (exit_code null while it runs). */
+    static Map<String, Object> process(ProcessStatus p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workspace", p.workspace());
+        m.put("exit_code", p.exitCode());
+        m.put("signal", p.signal());
+        m.put("stdout", p.stdout());
+        m.put("stderr", p.stderr());
+        m.put("stdout_bytes", p.stdoutNext());
+        m.put("stderr_bytes", p.stderrNext());
+        m.put("stdout_truncated", p.stdoutDropped() > 0);
+        m.put("stderr_truncated", p.stderrDropped() > 0);
+        m.put("duration_ms", p.durationMs());
+        m.put("timed_out", p.timedOut());
+        m.put("resumed", false);
+        String note = p.note();
+        if (p.stdoutDropped() + p.stderrDropped() > 0) {
+            note = (note == null ? "" : note + "; ") + (p.stdoutDropped() + p.stderrDropped())
+                    + " bytes of output were older than the last MiB kept and are gone";
+        }
+        m.put("note", note);
+        m.put("process", p.process());
+        m.put("pid", p.pid());
+        m.put("running", p.running());
+        m.put("stdout_next", p.stdoutNext());
+        m.put("stderr_next", p.stderrNext());
         return m;
     }
 

@@ -32,12 +32,14 @@ final class Tools {
     private final Engine engine;
     private final McpJsonMapper json;
     private final Function<McpSyncServerExchange, Tenant> tenants;
+    private final FileTools files;
 
     /** @param tenants who a call is made for: the single local tenant over stdio, the authenticated one over HTTP */
     Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants) {
         this.engine = engine;
         this.json = json;
         this.tenants = tenants;
+        this.files = new FileTools(engine);
     }
 
     List<SyncToolSpecification> specifications(ToolCatalog catalog) {
@@ -50,6 +52,9 @@ final class Tools {
                 case "snapshot" -> (x, a, r) -> Results.snapshot(engine.snapshot(tenants.apply(x), a.requiredString("workspace"), a.string("name")));
                 case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(tenants.apply(x), a.requiredString("workspace"), a.bool("delete", false)));
                 case "list_workspaces" -> (x, a, r) -> list(tenants.apply(x));
+                case "read_file" -> (x, a, r) -> files.read(tenants.apply(x), a);
+                case "write_file" -> (x, a, r) -> files.write(tenants.apply(x), a);
+                case "list_files" -> (x, a, r) -> files.list(tenants.apply(x), a);
                 default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
             };
             specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
@@ -112,8 +117,25 @@ final class Tools {
     private static int or(Integer v, int d) { return v == null ? d : v; }
 
     private Map<String, Object> run(McpSyncServerExchange ex, Args a, CallToolRequest req) throws EngineException {
+        String process = a.string("process");
+        if (process != null) {
+            if (a.string("command") != null) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "give either command (to start something) or process (to follow or stop a background process), not both");
+            }
+            Integer wait = a.integer("wait_s");
+            Integer since = a.integer("since_stdout");
+            Integer sinceErr = a.integer("since_stderr");
+            Integer max = a.integer("max_output_bytes");
+            return Results.process(engine.process(tenants.apply(ex), a.requiredString("workspace"), process,
+                    since == null ? null : since.longValue(), sinceErr == null ? null : sinceErr.longValue(),
+                    wait == null ? 0 : wait, a.string("signal"), max == null ? 65536 : max));
+        }
+        if (a.string("signal") != null || a.integer("wait_s") != null) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "signal and wait_s go with process (a background process id)");
+        }
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
                 a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"));
+        if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);
         if (token == null) return Results.run(engine.run(tenant, rr, OutputListener.NONE));

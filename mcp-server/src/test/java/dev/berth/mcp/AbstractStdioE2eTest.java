@@ -69,7 +69,8 @@ abstract class AbstractStdioE2eTest {
             assertTrue(t.path("description").asString().length() > 80, "a tool description is the agent's manual: " + t);
             assertTrue(t.path("annotations").has("readOnlyHint"), t.toString());
         }
-        assertEquals(Set.of("open_workspace", "run", "park", "snapshot", "close_workspace", "list_workspaces"), names);
+        assertEquals(Set.of("open_workspace", "run", "park", "snapshot", "close_workspace", "list_workspaces",
+                "read_file", "write_file", "list_files"), names);
     }
 
     @Test
@@ -226,6 +227,96 @@ abstract class AbstractStdioE2eTest {
             assertEquals("done" + i + "\n", one.path("structuredContent").path("stdout").asString());
         }
         ok("close_workspace", Map.of("workspace", id));
+    }
+
+    @Test
+    void files_textAndBinaryRoundTripAndListing() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode w = ok("write_file", Map.of("workspace", id, "path", "docs/readme.md", "content", "# Hi ünïcode\n"));
+        assertEquals("/workspace/docs/readme.md", w.path("path").asString());
+        assertEquals("# Hi ünïcode\n".getBytes(java.nio.charset.StandardCharsets.UTF_8).length, w.path("bytes_written").asInt());
+        JsonNode r = ok("read_file", Map.of("workspace", id, "path", "/workspace/docs/readme.md"));
+        assertEquals("utf-8", r.path("encoding").asString());
+        assertEquals("# Hi ünïcode\n", r.path("content").asString());
+        assertEquals("0644", r.path("mode").asString());
+
+        byte[] bin = new byte[70000];
+        for (int i = 0; i < bin.length; i++) bin[i] = (byte) (i * 31);
+        String b64 = java.util.Base64.getEncoder().encodeToString(bin);
+        ok("write_file", Map.of("workspace", id, "path", "bin/blob", "content", b64, "encoding", "base64", "mode", "0755"));
+        JsonNode rb = ok("read_file", Map.of("workspace", id, "path", "bin/blob"));
+        assertEquals("base64", rb.path("encoding").asString());
+        assertEquals(b64, rb.path("content").asString());
+        assertEquals("0755", rb.path("mode").asString());
+        JsonNode part = ok("read_file", Map.of("workspace", id, "path", "bin/blob", "offset", 100, "max_bytes", 1000));
+        assertTrue(part.path("truncated").asBoolean());
+        assertEquals(1000, part.path("bytes").asInt());
+        assertEquals(70000, part.path("size").asInt());
+        // the command line sees what the file tools wrote, and the other way round
+        assertEquals(sha256(bin) + "\n", ok("run", Map.of("workspace", id, "command", "sha256sum bin/blob | cut -d' ' -f1")).path("stdout").asString());
+        ok("write_file", Map.of("workspace", id, "path", "docs/readme.md", "content", "more\n", "append", true));
+        assertEquals("# Hi ünïcode\nmore\n", ok("read_file", Map.of("workspace", id, "path", "docs/readme.md")).path("content").asString());
+
+        JsonNode l = ok("list_files", Map.of("workspace", id));
+        assertEquals("/workspace", l.path("path").asString());
+        assertEquals(List.of("bin", "docs"), l.path("entries").findValues("name").stream().map(JsonNode::asString).toList());
+        assertEquals("dir", l.path("entries").get(0).path("type").asString());
+
+        String missing = error("read_file", Map.of("workspace", id, "path", "nope.txt"));
+        assertTrue(missing.contains("/workspace/nope.txt") && missing.contains("list_files"), missing);
+        String dir = error("read_file", Map.of("workspace", id, "path", "docs"));
+        assertTrue(dir.contains("/workspace/docs"), dir);
+        String ro = error("write_file", Map.of("workspace", id, "path", "/usr/bin/evil", "content", "x"));
+        assertTrue(ro.contains("/usr/bin/evil"), ro);
+        String badB64 = error("write_file", Map.of("workspace", id, "path", "x", "content", "***", "encoding", "base64"));
+        assertTrue(badB64.contains("base64"), badB64);
+        // ".." cannot climb out of the sandbox: it names the sandbox's own /etc/passwd, which has no host accounts
+        JsonNode up = ok("read_file", Map.of("workspace", id, "path", "../../../../etc/passwd"));
+        assertEquals("/etc/passwd", up.path("path").asString());
+        assertFalse(up.path("content").asString().contains(System.getProperty("user.name").equals("root") ? "daemon:" : System.getProperty("user.name")));
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    @Test
+    void backgroundProcess_followedAndStopped() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode started = ok("run", Map.of("workspace", id, "background", true,
+                "command", "for i in 1 2 3; do echo tick$i; sleep 0.3; done; echo bye >&2; exit 3"));
+        String p = started.path("process").asString();
+        assertTrue(p.startsWith("p-"), started.toString());
+        StringBuilder out = new StringBuilder();
+        JsonNode st = started;
+        for (int i = 0; i < 40 && (st.path("running").asBoolean() || out.isEmpty()); i++) {
+            st = ok("run", Map.of("workspace", id, "process", p, "wait_s", 5));
+            out.append(st.path("stdout").asString());
+        }
+        assertFalse(st.path("running").asBoolean(), st.toString());
+        assertEquals(3, st.path("exit_code").asInt());
+        assertEquals("tick1\ntick2\ntick3\n", out.toString());
+        // offsets let a reader start over
+        JsonNode again = ok("run", Map.of("workspace", id, "process", p, "since_stdout", 0, "since_stderr", 0));
+        assertEquals("tick1\ntick2\ntick3\n", again.path("stdout").asString());
+        assertEquals("bye\n", again.path("stderr").asString());
+
+        String server = ok("run", Map.of("workspace", id, "background", true, "command", "sleep 300")).path("process").asString();
+        JsonNode stopped = ok("run", Map.of("workspace", id, "process", server, "signal", "TERM", "wait_s", 10));
+        assertFalse(stopped.path("running").asBoolean(), stopped.toString());
+        assertEquals(143, stopped.path("exit_code").asInt());
+        assertEquals("0", ok("run", Map.of("workspace", id, "command", "ps -eo comm | grep -c '^sleep' || true")).path("stdout").asString().strip());
+
+        String unknown = error("run", Map.of("workspace", id, "process", "p-0000000000"));
+        assertTrue(unknown.contains("no background process 'p-0000000000'"), unknown);
+        String both = error("run", Map.of("workspace", id, "process", server, "command", "true"));
+        assertTrue(both.contains("not both"), both);
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
+    static String sha256(byte[] b) {
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(b));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     static Set<Path> tree(Path root) throws IOException {

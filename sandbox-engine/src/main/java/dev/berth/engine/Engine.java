@@ -38,6 +38,11 @@ public final class Engine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.engine");
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
     private static final SecureRandom RANDOM = new SecureRandom();
+    static final int MAX_PROCESSES = 32;
+    static final int MAX_FILE_READ = 8 << 20;
+    static final int MAX_FILE_WRITE = 8 << 20;
+    static final int MAX_LIST = 10_000;
+    private static final int CHUNK = 512 * 1024;
 
     private final EngineConfig config;
     private final Store store;
@@ -213,13 +218,210 @@ public final class Engine implements AutoCloseable {
 
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
+            RunResult r = runner.run(ws, sandbox, req, listener);
+            if (!resumed) return r;
+            return new RunResult(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
+                    r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), true,
+                    "the workspace was parked and was resumed for this run"
+                            + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+        });
+    }
+
+    /** Starts a command in the background and returns at once; read its output with {@link #process}. */
+    public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
+            synchronized (ws.processes) {
+                ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);
+                if (ws.processes.size() >= MAX_PROCESSES) {
+                    throw new EngineException(Kind.LIMIT, "workspace '" + ws.label() + "' has " + ws.processes.size()
+                            + " background processes (limit " + MAX_PROCESSES + "); stop some with run {process, signal}");
+                }
+            }
+            BackgroundProcess bp = new BackgroundProcess(newId("p-"), ws.id, req.command());
+            bp.attach(runner.start(ws, sandbox, req, bp));
+            synchronized (ws.processes) {
+                ws.processes.put(bp.id, bp);
+            }
+            return bp.read(0L, 0L, 0, resumed ? "started; the workspace was parked and was resumed first" : "started");
+        });
+    }
+
+    /**
+     * New output and state of a background process. Waits up to {@code waitSeconds} for it to end or write, so a
+     * caller can follow it without spinning. {@code signal} ("TERM", "KILL", "INT", "HUP") stops it first.
+     */
+    public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
+                                 int waitSeconds, String signal, int maxBytes) throws EngineException {
+        Workspace ws = resolve(tenant, ref);
+        BackgroundProcess bp;
+        synchronized (ws.processes) {
+            bp = ws.processes.get(processId);
+        }
+        if (bp == null) {
+            throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
+                    + "' (processes are forgotten when the workspace is parked or the server restarts)");
+        }
+        String note = null;
+        if (signal != null) {
+            int signo = switch (signal) {
+                case "TERM" -> 15;
+                case "KILL" -> 9;
+                case "INT" -> 2;
+                case "HUP" -> 1;
+                default -> throw new EngineException(Kind.INVALID_ARGUMENT, "signal '" + signal + "' is not one of TERM, KILL, INT, HUP");
+            };
+            if (bp.running()) {
+                try {
+                    bp.handle().signal(signo);
+                    note = "sent SIG" + signal + " to its process tree";
+                } catch (java.io.IOException e) {
+                    throw new EngineException(Kind.UNAVAILABLE, "could not signal process '" + processId + "': " + e.getMessage(), e);
+                }
+            } else {
+                note = "it had already ended";
+            }
+        }
+        if (waitSeconds > 0) {
+            long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
+            long o = bp.out.total();
+            long e = bp.err.total();
+            while (System.nanoTime() < deadline && bp.running() && bp.out.total() == o && bp.err.total() == e) {
+                try {
+                    bp.handle().exit().get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException ignored) {
+                    // keep waiting: new output or the end, whichever comes first
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        ws.lastUsedAt = Instant.now();
+        return bp.read(stdoutSince, stderrSince, maxBytes, note);
+    }
+
+    /** The absolute path inside a workspace that {@code path} names (relative paths are under /workspace). */
+    public static String resolvePath(String path) throws EngineException {
+        return WorkspacePaths.resolve(path);
+    }
+
+    public FileContent readFile(Tenant tenant, String ref, String path, long offset, int maxBytes) throws EngineException {
+        String p = WorkspacePaths.resolve(path);
+        if (offset < 0) throw new EngineException(Kind.INVALID_ARGUMENT, "offset " + offset + " is negative");
+        if (maxBytes < 1 || maxBytes > MAX_FILE_READ) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "max_bytes " + maxBytes + " is outside 1.." + MAX_FILE_READ);
+        }
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
+            try {
+                var out = new java.io.ByteArrayOutputStream();
+                long size;
+                int mode;
+                long at = offset;
+                do {
+                    int want = Math.min(CHUNK, maxBytes - out.size());
+                    var chunk = sandbox.agent().readFile(p, at, want);
+                    size = chunk.fileSize();
+                    mode = chunk.mode();
+                    out.writeBytes(chunk.data());
+                    at += chunk.data().length;
+                    if (chunk.data().length == 0) break;
+                } while (out.size() < maxBytes && at < size);
+                return new FileContent(p, size, offset, out.toByteArray(), at < size, mode);
+            } catch (dev.berth.engine.agent.AgentException e) {
+                throw fileError("read", p, e);
+            } catch (java.io.IOException e) {
+                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
+            }
+        });
+    }
+
+    /** Writes (or appends to) a file, creating missing parent directories. Returns the bytes written. */
+    public long writeFile(Tenant tenant, String ref, String path, byte[] data, boolean append, Integer mode) throws EngineException {
+        String p = WorkspacePaths.resolve(path);
+        if (data.length > MAX_FILE_WRITE) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "content is " + data.length + " bytes; the limit is " + MAX_FILE_WRITE
+                    + " per call (append in parts with append: true)");
+        }
+        int m = mode == null ? 0644 : mode;
+        if (m < 0 || m > 07777) throw new EngineException(Kind.INVALID_ARGUMENT, "mode " + Integer.toOctalString(m) + " is not a file mode");
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
+            try {
+                if (!append) return sandbox.agent().writeWholeFile(p, m, data);
+                long total = 0;
+                int off = 0;
+                do {
+                    int n = Math.min(CHUNK, data.length - off);
+                    total += sandbox.agent().writeFile(p, m, dev.berth.engine.agent.AgentClient.WRITE_APPEND
+                            | dev.berth.engine.agent.AgentClient.WRITE_MKDIRS, java.util.Arrays.copyOfRange(data, off, off + n));
+                    off += n;
+                } while (off < data.length);
+                return total;
+            } catch (dev.berth.engine.agent.AgentException e) {
+                throw fileError("write", p, e);
+            } catch (java.io.IOException e) {
+                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
+            }
+        });
+    }
+
+    public FileListing listFiles(Tenant tenant, String ref, String path) throws EngineException {
+        String p = WorkspacePaths.resolve(path);
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
+            try {
+                var raw = new ArrayList<>(sandbox.agent().listFiles(p));
+                raw.sort(java.util.Comparator.comparing(dev.berth.engine.agent.FileEntry::name));
+                boolean truncated = raw.size() > MAX_LIST;
+                List<FileListing.Entry> entries = raw.stream().limit(MAX_LIST).map(e -> new FileListing.Entry(e.name(),
+                        switch (e.kind()) {
+                            case 'f' -> "file";
+                            case 'd' -> "dir";
+                            case 'l' -> "symlink";
+                            default -> "other";
+                        }, e.size(), e.mode() & 07777, e.mtimeSeconds())).toList();
+                return new FileListing(p, entries, truncated);
+            } catch (dev.berth.engine.agent.AgentException e) {
+                throw fileError("list", p, e);
+            } catch (java.io.IOException e) {
+                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
+            }
+        });
+    }
+
+    private static EngineException fileError(String verb, String path, dev.berth.engine.agent.AgentException e) {
+        Kind k = switch (e.errno()) {
+            case 2, 20, 21, 27 -> Kind.INVALID_ARGUMENT; // ENOENT, ENOTDIR, EISDIR, EFBIG
+            case 13, 30, 1 -> Kind.ILLEGAL_STATE;        // EACCES, EROFS, EPERM
+            case 28 -> Kind.LIMIT;                       // ENOSPC
+            default -> e.errno() == 0 ? Kind.UNAVAILABLE : Kind.INTERNAL;
+        };
+        String hint = switch (e.errno()) {
+            case 2 -> "; list_files shows what exists";
+            case 30 -> "; this part of the file system is read-only (write under /workspace, /root, /tmp or /usr/local)";
+            case 28 -> "; the workspace's disk is full";
+            default -> "";
+        };
+        return new EngineException(k, "cannot " + verb + " '" + path + "': " + e.getMessage() + hint, e);
+    }
+
+    @FunctionalInterface
+    private interface SandboxCall<T> {
+        T call(Workspace ws, Sandbox sandbox, boolean resumed) throws EngineException;
+    }
+
+    /**
+     * Runs {@code fn} against a running sandbox of the workspace, resuming it first if it is parked. The workspace
+     * counts the call in {@code activeRuns} meanwhile, so park and close wait for it instead of pulling the sandbox
+     * away underneath.
+     */
+    private <T> T withSandbox(Tenant tenant, String ref, WorkspaceAction action, SandboxCall<T> fn) throws EngineException {
         ensureOpen();
-        Workspace ws = resolve(tenant, req.workspace());
+        Workspace ws = resolve(tenant, ref);
         boolean resumed;
         Sandbox sandbox;
         ws.lock.lock();
         try {
-            WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
+            WorkspaceAction.check(action, ws.state, ws.label());
             resumed = ensureRunning(tenant, ws);
             ws.activeRuns++;
             sandbox = ws.sandbox;
@@ -227,12 +429,7 @@ public final class Engine implements AutoCloseable {
             ws.lock.unlock();
         }
         try {
-            RunResult r = runner.run(ws, sandbox, req, listener);
-            if (!resumed) return r;
-            return new RunResult(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
-                    r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), true,
-                    "the workspace was parked and was resumed for this run"
-                            + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+            return fn.call(ws, sandbox, resumed);
         } finally {
             ws.lock.lock();
             try {
@@ -294,6 +491,7 @@ public final class Engine implements AutoCloseable {
 
     private ParkResult doPark(Workspace ws) throws EngineException {
         ws.state = WorkspaceState.PARKING;
+        ws.forgetProcesses();
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
             ws.sandbox = null;
@@ -444,6 +642,7 @@ public final class Engine implements AutoCloseable {
     }
 
     private void destroyAndDelete(Workspace ws) {
+        ws.forgetProcesses();
         if (ws.sandbox != null) ws.sandbox.destroy();
         ws.sandbox = null;
         ws.state = WorkspaceState.CLOSED;

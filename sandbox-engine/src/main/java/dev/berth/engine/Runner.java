@@ -37,7 +37,10 @@ final class Runner {
 
     Runner(EngineConfig config) { this.config = config; }
 
-    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener) throws EngineException {
+    /** A validated request: what to send to the agent and what to keep of the output. */
+    private record Prepared(ExecRequest exec, byte[] stdin, int timeout, int maxOut, String cwd) {}
+
+    private Prepared prepare(Workspace ws, RunRequest req, boolean background) throws EngineException {
         if (req.command() == null || req.command().isBlank()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "command is required: a shell command line such as 'ls -la'");
         }
@@ -46,48 +49,61 @@ final class Runner {
                     + " characters; the limit is " + MAX_COMMAND + ". Write long scripts to a file and run that");
         }
         if (req.command().indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "command contains a NUL character");
-        int timeout = req.timeoutSeconds() == null ? config.defaultTimeoutSeconds() : req.timeoutSeconds();
-        if (timeout < 1 || timeout > config.maxTimeoutSeconds()) {
+        int timeout = req.timeoutSeconds() == null ? (background ? 0 : config.defaultTimeoutSeconds()) : req.timeoutSeconds();
+        if ((timeout < 1 && !(background && req.timeoutSeconds() == null)) || timeout > config.maxTimeoutSeconds()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "timeout_s " + timeout + " is outside 1.." + config.maxTimeoutSeconds());
         }
         int maxOut = req.maxOutputBytes() == null ? config.maxOutputBytes() : req.maxOutputBytes();
         if (maxOut < 256 || maxOut > 16 * 1024 * 1024) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside 256..16777216");
         }
-        String cwd = req.cwd() == null || req.cwd().isEmpty() ? DEFAULT_CWD : req.cwd();
-        if (!cwd.startsWith("/")) cwd = DEFAULT_CWD + "/" + cwd;
-        if (cwd.indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "cwd contains a NUL character");
+        String cwd = WorkspacePaths.resolve(req.cwd());
         byte[] stdin = req.stdin() == null ? null : req.stdin().getBytes(StandardCharsets.UTF_8);
         if (stdin != null && stdin.length > MAX_STDIN) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + stdin.length + " bytes; the limit is " + MAX_STDIN
                     + ". Write large inputs with a file and redirect");
         }
         List<String> env = environment(ws, req.env());
-
-        BoundedOutput out = new BoundedOutput(maxOut);
-        BoundedOutput err = new BoundedOutput(maxOut);
-        ExecListener sink = new ExecListener() {
-            @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
-            @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
-        };
         var exec = new ExecRequest(List.of("/bin/sh", "-c", req.command()), env, cwd, timeout * 1000L, stdin != null);
-        long t0 = System.nanoTime();
-        ExecHandle h;
+        return new Prepared(exec, stdin, timeout, maxOut, cwd);
+    }
+
+    private static ExecHandle launch(Sandbox sandbox, Prepared p, ExecListener sink) throws EngineException {
         try {
-            h = sandbox.agent().exec(exec, sink);
-            if (stdin != null) {
-                if (stdin.length > 0) h.writeStdin(stdin);
+            ExecHandle h = sandbox.agent().exec(p.exec(), sink);
+            if (p.stdin() != null) {
+                if (p.stdin().length > 0) h.writeStdin(p.stdin());
                 h.closeStdin();
             }
+            return h;
         } catch (AgentException e) {
             if (e.errno() == 2 || e.errno() == 20 || e.errno() == 13) {
-                throw new EngineException(Kind.INVALID_ARGUMENT, "cannot run in cwd '" + cwd + "': " + e.getMessage()
+                throw new EngineException(Kind.INVALID_ARGUMENT, "cannot run in cwd '" + p.cwd() + "': " + e.getMessage()
                         + "; use an existing directory (the default is " + DEFAULT_CWD + ")");
             }
             throw new EngineException(Kind.UNAVAILABLE, "the workspace's agent refused the command: " + e.getMessage(), e);
         } catch (IOException e) {
             throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
         }
+    }
+
+    /** Starts a background command; its output goes to {@code sink}. */
+    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink) throws EngineException {
+        return launch(sandbox, prepare(ws, req, true), sink);
+    }
+
+    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener) throws EngineException {
+        Prepared prep = prepare(ws, req, false);
+        int timeout = prep.timeout();
+        int maxOut = prep.maxOut();
+        BoundedOutput out = new BoundedOutput(maxOut);
+        BoundedOutput err = new BoundedOutput(maxOut);
+        ExecListener sink = new ExecListener() {
+            @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
+            @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
+        };
+        long t0 = System.nanoTime();
+        ExecHandle h = launch(sandbox, prep, sink);
         ExecExit exit;
         try {
             exit = h.exit().get(timeout + 10L, TimeUnit.SECONDS);

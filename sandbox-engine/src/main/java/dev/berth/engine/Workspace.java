@@ -25,6 +25,9 @@ final class Workspace {
     final Path runtimeDir; // <home>/run/<id>
     final ReentrantLock lock = new ReentrantLock();
 
+    /** Background processes by id; guarded by itself. */
+    final java.util.Map<String, BackgroundProcess> processes = new java.util.LinkedHashMap<>();
+
     WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
@@ -47,6 +50,13 @@ final class Workspace {
     }
 
     Path stateDir() { return dir.resolve("state"); }
+
+    /** Stops tracking background processes (their agent session ends with the sandbox or with park). */
+    void forgetProcesses() {
+        synchronized (processes) {
+            processes.clear();
+        }
+    }
 
     /** How the agent should refer to it in messages. */
     String label() { return name != null ? name : id; }

@@ -30,6 +30,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * violation closes the client (pending calls fail with {@link AgentException}).
  */
 public final class AgentClient implements AutoCloseable {
+    /** FILE_WRITE flags, for {@link #writeFile}. */
+    public static final int WRITE_TRUNCATE = Protocol.WRITE_TRUNCATE;
+    public static final int WRITE_APPEND = Protocol.WRITE_APPEND;
+    public static final int WRITE_MKDIRS = Protocol.WRITE_MKDIRS;
+
     private static final System.Logger LOG = System.getLogger(AgentClient.class.getName());
     private static final String HOST_NAME = "berth-host/1";
     /** How long a request waits for its answer; a hung agent must not hang the caller forever. */

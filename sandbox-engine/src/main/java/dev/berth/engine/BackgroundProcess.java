@@ -1,0 +1,54 @@
+package dev.berth.engine;
+
+import dev.berth.engine.agent.ExecExit;
+import dev.berth.engine.agent.ExecHandle;
+import dev.berth.engine.agent.ExecListener;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A process started with run {background: true}: its output goes to two {@link OutputLog}s that readers page through
+ * by offset; a server-side cursor remembers where the last read ended. Thread-safe.
+ */
+final class BackgroundProcess implements ExecListener {
+    static final int LOG_CAPACITY = 1 << 20;
+
+    final String id;
+    final String workspace;
+    final String command;
+    final long startedNanos = System.nanoTime();
+    final OutputLog out = new OutputLog(LOG_CAPACITY);
+    final OutputLog err = new OutputLog(LOG_CAPACITY);
+    private volatile ExecHandle handle;
+    private long outCursor;
+    private long errCursor;
+
+    BackgroundProcess(String id, String workspace, String command) {
+        this.id = id;
+        this.workspace = workspace;
+        this.command = command;
+    }
+
+    void attach(ExecHandle h) { this.handle = h; }
+
+    ExecHandle handle() { return handle; }
+
+    @Override public void onStdout(byte[] data) { out.append(data); }
+    @Override public void onStderr(byte[] data) { err.append(data); }
+
+    boolean running() { return !handle.exit().isDone(); }
+
+    /** New output since the given offsets (null = where the previous read ended), then moves the cursor. */
+    synchronized ProcessStatus read(Long outSince, Long errSince, int max, String note) {
+        OutputLog.Slice o = out.read(outSince == null ? outCursor : outSince, max);
+        OutputLog.Slice e = err.read(errSince == null ? errCursor : errSince, max);
+        outCursor = o.next();
+        errCursor = e.next();
+        ExecExit x = handle.exit().isDone() && !handle.exit().isCompletedExceptionally() ? handle.exit().join() : null;
+        Integer code = x == null ? null : x.termSignal() != 0 ? 128 + x.termSignal() : x.exitCode();
+        boolean lost = handle.exit().isCompletedExceptionally();
+        return new ProcessStatus(id, workspace, handle.pid(), command, x == null && !lost, code, x == null ? 0 : x.termSignal(),
+                x != null && x.timedOut(), new String(o.data(), StandardCharsets.UTF_8), new String(e.data(), StandardCharsets.UTF_8),
+                o.from(), o.next(), e.from(), e.next(), o.dropped(), e.dropped(), (System.nanoTime() - startedNanos) / 1_000_000,
+                lost ? "the connection to the workspace's agent was lost (parked or restarted); output is no longer collected" : note);
+    }
+}

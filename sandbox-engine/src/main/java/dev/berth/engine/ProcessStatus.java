@@ -1,0 +1,13 @@
+package dev.berth.engine;
+
+/**
+ * State and new output of a background process started with run {background: true}.
+ *
+ * @param exitCode    null while it runs
+ * @param stdout      output from {@code stdoutFrom} to {@code stdoutNext} (pass {@code stdoutNext} to read on)
+ * @param stdoutDropped bytes between the requested offset and the oldest byte still kept (the log keeps the last MiB)
+ */
+public record ProcessStatus(String process, String workspace, int pid, String command, boolean running, Integer exitCode,
+                            int signal, boolean timedOut, String stdout, String stderr, long stdoutFrom, long stdoutNext,
+                            long stderrFrom, long stderrNext, long stdoutDropped, long stderrDropped, long durationMs,
+                            String note) {}
