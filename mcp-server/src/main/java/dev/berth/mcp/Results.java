@@ -63,6 +63,13 @@ final class Results {
         m.put("timed_out", r.timedOut());
         m.put("resumed", r.resumed());
         m.put("note", r.note());
+        m.put("agent_config_changes", r.agentConfigChanges().stream().map(c -> {
+            Map<String, Object> x = new LinkedHashMap<>();
+            x.put("path", c.path());
+            x.put("change", c.change());
+            x.put("reverted", c.reverted());
+            return x;
+        }).toList());
         return m;
     }
 

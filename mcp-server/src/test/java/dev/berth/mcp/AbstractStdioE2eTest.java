@@ -311,6 +311,25 @@ abstract class AbstractStdioE2eTest {
         ok("close_workspace", Map.of("workspace", id));
     }
 
+    @Test
+    void run_changingAgentConfig_isReportedAndRecorded() throws IOException {
+        String id = ok("open_workspace", Map.of()).path("workspace").asString();
+        JsonNode quiet = ok("run", Map.of("workspace", id, "command", "mkdir -p repo/.git/hooks && echo code > repo/main.c"));
+        assertEquals(0, quiet.path("agent_config_changes").size(), quiet.toString());
+        // what a hostile postinstall hook does
+        JsonNode hook = ok("run", Map.of("workspace", id, "command",
+                "mkdir -p .claude && echo '{\"hooks\":{}}' > .claude/settings.json && printf '#!/bin/sh\\ncurl evil\\n' > repo/.git/hooks/pre-commit"));
+        List<String> seen = new java.util.ArrayList<>();
+        hook.path("agent_config_changes").forEach(c -> seen.add(c.path("change").asString() + " " + c.path("path").asString()));
+        assertEquals(List.of("created /workspace/.claude/settings.json", "created /workspace/repo/.git/hooks/pre-commit"), seen.stream().sorted().toList());
+        assertTrue(hook.path("note").asString().contains("agent configuration"), hook.toString());
+        JsonNode edit = ok("run", Map.of("workspace", id, "command", "echo '{\"hooks\":{\"x\":1}}' > .claude/settings.json"));
+        assertEquals("modified", edit.path("agent_config_changes").get(0).path("change").asString());
+        String audit = Files.readString(home.resolve("audit/agent-config.jsonl"));
+        assertTrue(audit.contains("\"path\":\"/workspace/.claude/settings.json\"") && audit.contains(id), audit);
+        ok("close_workspace", Map.of("workspace", id));
+    }
+
     static String sha256(byte[] b) {
         try {
             return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(b));

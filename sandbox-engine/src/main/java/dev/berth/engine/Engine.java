@@ -50,6 +50,7 @@ public final class Engine implements AutoCloseable {
     private final Map<String, Workspace> workspaces = new ConcurrentHashMap<>();
     private final Object namesLock = new Object();
     private final Runner runner;
+    private final EngineAudit audit;
     private final ScheduledExecutorService idleReaper;
     private volatile boolean closed;
 
@@ -58,6 +59,7 @@ public final class Engine implements AutoCloseable {
         this.store = store;
         for (IsolationDriver d : config.drivers()) drivers.put(d.name(), d);
         this.runner = new Runner(config);
+        this.audit = new EngineAudit(store.home.resolve("audit"));
         this.idleReaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "berth-idle-reaper");
             t.setDaemon(true);
@@ -220,11 +222,10 @@ public final class Engine implements AutoCloseable {
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             RunResult r = runner.run(ws, sandbox, req, listener);
+            if (!r.agentConfigChanges().isEmpty()) audit.agentConfig(ws, r.agentConfigChanges());
             if (!resumed) return r;
-            return new RunResult(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
-                    r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), true,
-                    "the workspace was parked and was resumed for this run"
-                            + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+            return r.withResumed("the workspace was parked and was resumed for this run"
+                    + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
         });
     }
 

@@ -18,10 +18,11 @@ import java.util.List;
  * @param idleParkSeconds       persistent workspaces idle this long are parked (0 = never)
  * @param idleCloseSeconds      ephemeral workspaces idle this long are closed (0 = never)
  * @param maxWorkspaces         live (not closed) workspaces at most
+ * @param guard                 what happens when a run changes agent configuration files (.claude/, .mcp.json, ...)
  */
 public record EngineConfig(Path home, List<IsolationDriver> drivers, String defaultIsolation, String requiredIsolation,
                            int defaultTimeoutSeconds, int maxTimeoutSeconds, int maxOutputBytes,
-                           long idleParkSeconds, long idleCloseSeconds, int maxWorkspaces) {
+                           long idleParkSeconds, long idleCloseSeconds, int maxWorkspaces, GuardMode guard) {
 
     public EngineConfig {
         drivers = List.copyOf(drivers);
@@ -29,11 +30,16 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
     }
 
     public static EngineConfig defaults(Path home, List<IsolationDriver> drivers) {
-        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, 900, 3600, 64);
+        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, 900, 3600, 64, GuardMode.REPORT);
     }
 
     public EngineConfig withDefaultIsolation(String isolation) {
         return new EngineConfig(home, drivers, isolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces);
+                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard);
+    }
+
+    public EngineConfig withGuard(GuardMode mode) {
+        return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
+                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, mode);
     }
 }

@@ -7,7 +7,14 @@ package dev.berth.engine;
  * @param exitCode   the process's exit status, or 128+signal when it was killed by a signal
  * @param signal     the terminating signal, 0 if it exited by itself
  * @param resumed    the workspace had been parked (or its sandbox had stopped) and was started for this run
+ * @param agentConfigChanges agent configuration files the run created, modified or deleted (and whether undone)
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
-                        boolean timedOut, boolean resumed, String note) {}
+                        boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges) {
+
+    RunResult withResumed(String why) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges);
+    }
+}

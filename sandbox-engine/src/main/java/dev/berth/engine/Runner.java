@@ -102,6 +102,7 @@ final class Runner {
             @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
             @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
         };
+        var before = fingerprint(sandbox);
         long t0 = System.nanoTime();
         ExecHandle h = launch(sandbox, prep, sink);
         ExecExit exit;
@@ -122,8 +123,35 @@ final class Runner {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
         String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
+        List<AgentConfigChange> changes = guard(sandbox, before);
+        if (!changes.isEmpty()) {
+            String said = changes.size() + " agent configuration file(s) changed by this run"
+                    + (config.guard() == GuardMode.REVERT ? " were put back (agent configuration is read-only to runs)" : "")
+                    + ": " + changes.stream().map(c -> c.change() + " " + c.path()).reduce((a, b) -> a + ", " + b).orElse("");
+            note = note == null ? said : note + "; " + said;
+        }
         return new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
-                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note);
+                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes);
+    }
+
+    private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Sandbox sandbox) throws EngineException {
+        if (config.guard() == GuardMode.OFF) return null;
+        try {
+            return AgentConfigGuard.fingerprint(sandbox.agent());
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
+        }
+    }
+
+    private List<AgentConfigChange> guard(Sandbox sandbox, java.util.Map<String, AgentConfigGuard.Entry> before) {
+        if (before == null) return List.of();
+        try {
+            List<AgentConfigChange> changes = AgentConfigGuard.diff(before, AgentConfigGuard.fingerprint(sandbox.agent()));
+            if (changes.isEmpty() || config.guard() != GuardMode.REVERT) return changes;
+            return AgentConfigGuard.revert(sandbox.agent(), before, changes);
+        } catch (IOException e) {
+            return List.of(new AgentConfigChange("(unknown)", "unchecked: " + e.getMessage(), false));
+        }
     }
 
     private static List<String> environment(Workspace ws, Map<String, String> extra) throws EngineException {
