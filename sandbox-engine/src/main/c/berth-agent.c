@@ -49,6 +49,7 @@ static int64_t g_next_connect;        /* connect mode: earliest next attempt */
 static int g_backoff = RECONNECT_MIN_MS;
 static int64_t g_dev_idle_until;      /* device mode: host side gone, do not poll (POLLHUP would spin) */
 static int g_dev_discard;             /* device mode: after a protocol error, drop input until the host disconnects */
+static size_t g_cur_left;             /* bytes of the frame at the head of g_outq not yet written (0: at a boundary) */
 
 int64_t now_ms(void) {
     struct timespec ts;
@@ -119,17 +120,29 @@ static void new_session_tag(void) {
     snprintf(g_session_tag, sizeof g_session_tag, "%08x", r ^ (counter * 0x9e3779b9u));
 }
 
+/*
+ * Ends the session: channels are forgotten, runs keep going. Queued frames of the old session are dropped, except
+ * the rest of a frame already partly written: cutting it would leave the peer with a torn frame.
+ * Input is left alone: this also runs from inside dispatch() for a HELLO, while g_in is being parsed.
+ */
 static void end_session(void) {
     if (g_session_active) logmsg("session %s ended", g_session_tag);
     g_session_active = 0;
     exec_detach_all();
     tunnel_reset_all();
+    if (g_outq.len > g_cur_left) g_outq.len = g_cur_left;
+}
+
+/* The stream itself is gone: nothing queued or half-read belongs to the next one. */
+static void drop_stream_state(void) {
     buf_consume(&g_outq, g_outq.len);
+    g_cur_left = 0;
     g_in_len = 0;
 }
 
 static void host_down(const char *why) {
     end_session();
+    drop_stream_state();
     if (g_hfd >= 0) {
         if (g_mode == MODE_CONNECT) {
             logmsg("host stream closed (%s); reconnecting", why);
@@ -278,6 +291,7 @@ static void host_read(void) {
                 g_proto_err = 0;
                 if (g_mode == MODE_DEVICE) {
                     end_session();
+                    g_in_len = 0;
                     g_dev_discard = 1; /* the byte stream is out of sync until the host side reconnects */
                 } else {
                     host_down("protocol error");
@@ -304,7 +318,18 @@ static void host_flush(void) {
     while (g_hfd >= 0 && g_outq.len > 0) {
         ssize_t n = write(g_hfd, g_outq.data + g_outq.head, g_outq.len);
         if (n > 0) {
-            buf_consume(&g_outq, (size_t)n);
+            /* consume frame by frame so g_cur_left always knows where the next frame boundary is */
+            size_t left = (size_t)n;
+            while (left > 0) {
+                if (g_cur_left == 0) {
+                    const unsigned char *h = g_outq.data + g_outq.head;
+                    g_cur_left = 4 + (((size_t)h[0] << 24) | ((size_t)h[1] << 16) | ((size_t)h[2] << 8) | h[3]);
+                }
+                size_t take = left < g_cur_left ? left : g_cur_left;
+                buf_consume(&g_outq, take);
+                g_cur_left -= take;
+                left -= take;
+            }
             continue;
         }
         if (n < 0 && errno == EINTR) continue;

@@ -85,4 +85,40 @@ class AgentSessionTest {
         first.close();
         assertTrue(agent.log().contains("malformed EXEC payload"), agent.log());
     }
+
+    private static byte[] hello(String name) {
+        return new PayloadWriter().u16(Protocol.VERSION).u32(0xf).str(name).toBytes();
+    }
+
+    private static byte[] exec(String script) {
+        return new PayloadWriter().u32(0).u32(0).str("/").strList(java.util.List.of("/bin/sh", "-c", script)).strList(java.util.List.of()).toBytes();
+    }
+
+    @Test
+    void secondHello_onSameStream_startsNewSessionAndFreesOldChannels() throws Exception {
+        try (FrameChannel raw = agent.acceptRaw()) {
+            raw.write(Protocol.HELLO, 0, hello("one"));
+            assertEquals(Protocol.HELLO, raw.read().type());
+            raw.write(Protocol.EXEC, 1, exec("echo $$; exec sleep 30"));
+            Frame started = raw.read();
+            assertEquals(Protocol.STARTED, started.type(), started.toString());
+            int pid = new PayloadReader(started).i32();
+            try {
+                raw.write(Protocol.HELLO, 0, hello("two"));
+                // frames of the old session may still be in flight before the new HELLO
+                Frame f;
+                do f = raw.read(); while (f.type() != Protocol.HELLO);
+                // channel 1 belonged to the old session: reusing it must work, not collide with the sleeping run
+                raw.write(Protocol.EXEC, 1, exec("echo reused"));
+                assertEquals(Protocol.STARTED, raw.read().type());
+                Frame out = raw.read();
+                assertEquals(Protocol.STDOUT, out.type(), out.toString());
+                assertEquals("reused\n", new String(out.payload(), java.nio.charset.StandardCharsets.UTF_8));
+                assertEquals(Protocol.EXIT, raw.read().type());
+                assertTrue(AgentHarness.alive(pid), "the old session's run keeps running");
+            } finally {
+                ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        }
+    }
 }
