@@ -83,6 +83,34 @@ class AgentClientTest {
     }
 
     @Test
+    void exec_hostStalled_outputOfAnEndedRunIsNotCutByDrainGrace() throws Exception {
+        // run A floods the queue and its listener stalls the reader for 1.5 s, so the agent stops reading pipes;
+        // run B ends meanwhile. The drain grace must only count while pipes are read, or B's output is lost.
+        Output b = new Output();
+        ExecHandle hb = client.exec(sh("sleep 0.3; echo from-b"), b);
+        Output a = new Output() {
+            private boolean stalled;
+
+            @Override
+            public synchronized void onStdout(byte[] data) {
+                super.onStdout(data);
+                if (stalled) return;
+                stalled = true;
+                try {
+                    Thread.sleep(1500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        ExecHandle ha = client.exec(sh("head -c 4000000 /dev/zero"), a);
+        assertEquals(0, hb.exit().get(20, TimeUnit.SECONDS).exitCode());
+        assertEquals("from-b\n", b.stdout());
+        assertEquals(0, ha.exit().get(20, TimeUnit.SECONDS).exitCode());
+        assertEquals(4_000_000, a.stdoutBytes().length);
+    }
+
+    @Test
     void exec_stdinPiped_isPassedThroughAndClosed() throws Exception {
         Output out = new Output();
         byte[] data = new byte[3 << 20];

@@ -109,7 +109,7 @@ final class AgentHarness implements AutoCloseable {
     }
 
     /** Collected output of one run. */
-    static final class Output implements ExecListener {
+    static class Output implements ExecListener {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
