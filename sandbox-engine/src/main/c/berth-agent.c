@@ -298,7 +298,7 @@ static void host_read(void) {
                 }
                 return;
             }
-            if (g_outq.len >= OUTQ_HOST_STOP) return;
+            if (g_outq.len >= OUTQ_HOST_STOP || exec_stdin_blocking(now_ms())) return;
             continue;
         }
         if (n == 0) {
@@ -452,7 +452,7 @@ int main(int argc, char **argv) {
         if (g_hfd >= 0) {
             int idle = g_mode == MODE_DEVICE && now < g_dev_idle_until;
             short ev = 0;
-            if (!idle && g_outq.len < OUTQ_HOST_STOP) ev |= POLLIN;
+            if (!idle && g_outq.len < OUTQ_HOST_STOP && !exec_stdin_blocking(now)) ev |= POLLIN;
             if (g_outq.len > 0) ev |= POLLOUT;
             if (idle && (deadline < 0 || g_dev_idle_until < deadline)) deadline = g_dev_idle_until;
             if (ev) {
