@@ -252,15 +252,14 @@ public final class AgentClient implements AutoCloseable {
 
     // ------------------------------------------------------------------ internals
 
-    static AgentException errorOf(Frame f, String what) {
-        try {
-            PayloadReader r = new PayloadReader(f);
-            int code = (int) r.u32();
-            String msg = r.str();
-            return new AgentException(code, what + " failed: " + msg + " (errno " + code + ")");
-        } catch (ProtocolException e) {
-            return e;
-        }
+    /** The AgentException an ERROR frame stands for; a malformed ERROR is itself a protocol violation. */
+    static AgentException errorOf(Frame f, String what) throws ProtocolException {
+        PayloadReader r = new PayloadReader(f);
+        long code = r.u32();
+        String msg = r.str();
+        r.end();
+        if (code == 0 || code > 4095) throw new ProtocolException("ERROR with errno " + code + " outside 1..4095: " + msg);
+        return new AgentException((int) code, what + " failed: " + msg + " (errno " + code + ")");
     }
 
     private int allocate() {
@@ -277,7 +276,13 @@ public final class AgentClient implements AutoCloseable {
         try {
             send(type, chan, payload);
             Frame f = await(answer, requestTimeout, what);
-            if (f.type() == Protocol.ERROR) throw errorOf(f, what);
+            if (f.type() == Protocol.ERROR) {
+                try {
+                    throw errorOf(f, what);
+                } catch (ProtocolException e) {
+                    throw protocolViolation(e); // unreachable in practice: dispatch() validated the frame already
+                }
+            }
             return f;
         } finally {
             channels.remove(chan, answer);
@@ -378,6 +383,7 @@ public final class AgentClient implements AutoCloseable {
             }
         } else if (state instanceof CompletableFuture<?> cf) {
             if (f.type() != Protocol.OK && f.type() != Protocol.ERROR) throw new ProtocolException("unexpected " + f + " on request channel");
+            if (f.type() == Protocol.ERROR) errorOf(f, "request"); // validate on the reader: a bad ERROR closes the client
             @SuppressWarnings("unchecked") CompletableFuture<Frame> answer = (CompletableFuture<Frame>) cf;
             channels.remove(chan, state);
             answer.complete(f);
