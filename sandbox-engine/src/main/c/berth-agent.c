@@ -29,7 +29,7 @@
 #endif
 
 #define MAX_POLL 8192
-#define RECONNECT_MIN_MS 50
+#define RECONNECT_MIN_MS 10
 #define RECONNECT_MAX_MS 2000
 #define DEVICE_IDLE_MS 100
 
