@@ -96,7 +96,7 @@ public final class AgentClient implements AutoCloseable {
                 .strList(request.env())
                 .toBytes();
         int chan = allocate();
-        ExecChannel ec = new ExecChannel(this, chan, listener);
+        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen());
         channels.put(chan, ec);
         try {
             send(Protocol.EXEC, chan, payload);
