@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@
 #endif
 
 #define MAX_POLL 8192
-#define RECONNECT_MIN_MS 50
+#define RECONNECT_MIN_MS 10
 #define RECONNECT_MAX_MS 2000
 #define DEVICE_IDLE_MS 100
 
@@ -49,6 +50,7 @@ static int64_t g_next_connect;        /* connect mode: earliest next attempt */
 static int g_backoff = RECONNECT_MIN_MS;
 static int64_t g_dev_idle_until;      /* device mode: host side gone, do not poll (POLLHUP would spin) */
 static int g_dev_discard;             /* device mode: after a protocol error, drop input until the host disconnects */
+static size_t g_cur_left;             /* bytes of the frame at the head of g_outq not yet written (0: at a boundary) */
 
 int64_t now_ms(void) {
     struct timespec ts;
@@ -119,17 +121,29 @@ static void new_session_tag(void) {
     snprintf(g_session_tag, sizeof g_session_tag, "%08x", r ^ (counter * 0x9e3779b9u));
 }
 
+/*
+ * Ends the session: channels are forgotten, runs keep going. Queued frames of the old session are dropped, except
+ * the rest of a frame already partly written: cutting it would leave the peer with a torn frame.
+ * Input is left alone: this also runs from inside dispatch() for a HELLO, while g_in is being parsed.
+ */
 static void end_session(void) {
     if (g_session_active) logmsg("session %s ended", g_session_tag);
     g_session_active = 0;
     exec_detach_all();
     tunnel_reset_all();
+    if (g_outq.len > g_cur_left) g_outq.len = g_cur_left;
+}
+
+/* The stream itself is gone: nothing queued or half-read belongs to the next one. */
+static void drop_stream_state(void) {
     buf_consume(&g_outq, g_outq.len);
+    g_cur_left = 0;
     g_in_len = 0;
 }
 
 static void host_down(const char *why) {
     end_session();
+    drop_stream_state();
     if (g_hfd >= 0) {
         if (g_mode == MODE_CONNECT) {
             logmsg("host stream closed (%s); reconnecting", why);
@@ -169,6 +183,14 @@ static int open_device(void) {
     if (fd < 0) {
         logmsg("open %s: %s (retrying)", g_target, strerror(errno));
         return -1;
+    }
+    if (isatty(fd)) {
+        /* a console (hvc, or a pty in tests) must not cook the binary stream: no echo, no CR/LF mapping, no ^C */
+        struct termios t;
+        if (tcgetattr(fd, &t) == 0) {
+            cfmakeraw(&t);
+            if (tcsetattr(fd, TCSANOW, &t) < 0) logmsg("tcsetattr %s: %s", g_target, strerror(errno));
+        }
     }
     g_hfd = fd;
     return 0;
@@ -278,13 +300,14 @@ static void host_read(void) {
                 g_proto_err = 0;
                 if (g_mode == MODE_DEVICE) {
                     end_session();
+                    g_in_len = 0;
                     g_dev_discard = 1; /* the byte stream is out of sync until the host side reconnects */
                 } else {
                     host_down("protocol error");
                 }
                 return;
             }
-            if (g_outq.len >= OUTQ_HOST_STOP) return;
+            if (g_outq.len >= OUTQ_HOST_STOP || exec_stdin_blocking(now_ms())) return;
             continue;
         }
         if (n == 0) {
@@ -304,7 +327,18 @@ static void host_flush(void) {
     while (g_hfd >= 0 && g_outq.len > 0) {
         ssize_t n = write(g_hfd, g_outq.data + g_outq.head, g_outq.len);
         if (n > 0) {
-            buf_consume(&g_outq, (size_t)n);
+            /* consume frame by frame so g_cur_left always knows where the next frame boundary is */
+            size_t left = (size_t)n;
+            while (left > 0) {
+                if (g_cur_left == 0) {
+                    const unsigned char *h = g_outq.data + g_outq.head;
+                    g_cur_left = 4 + (((size_t)h[0] << 24) | ((size_t)h[1] << 16) | ((size_t)h[2] << 8) | h[3]);
+                }
+                size_t take = left < g_cur_left ? left : g_cur_left;
+                buf_consume(&g_outq, take);
+                g_cur_left -= take;
+                left -= take;
+            }
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -389,6 +423,12 @@ int main(int argc, char **argv) {
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    /* outside a VM, SIGTERM/SIGINT end the agent cleanly (runs are left to the sandbox teardown). As PID 1 they
+     * stay unhandled: the kernel then never delivers them, and an exiting init would panic the VM. */
+    if (getpid() != 1) {
+        sigaddset(&chld, SIGTERM);
+        sigaddset(&chld, SIGINT);
+    }
     sigprocmask(SIG_BLOCK, &chld, NULL);
     int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) {
@@ -427,7 +467,7 @@ int main(int argc, char **argv) {
         if (g_hfd >= 0) {
             int idle = g_mode == MODE_DEVICE && now < g_dev_idle_until;
             short ev = 0;
-            if (!idle && g_outq.len < OUTQ_HOST_STOP) ev |= POLLIN;
+            if (!idle && g_outq.len < OUTQ_HOST_STOP && !exec_stdin_blocking(now)) ev |= POLLIN;
             if (g_outq.len > 0) ev |= POLLOUT;
             if (idle && (deadline < 0 || g_dev_idle_until < deadline)) deadline = g_dev_idle_until;
             if (ev) {
@@ -463,7 +503,14 @@ int main(int argc, char **argv) {
         }
         if (pfd[sig_idx].revents & POLLIN) {
             struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == sizeof si) {}
+            while (read(sfd, &si, sizeof si) == sizeof si) {
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                    logmsg("signal %u: exiting", si.ssi_signo);
+                    free(pfd);
+                    free(g_in);
+                    return 0;
+                }
+            }
             /* signals coalesce: exec_on_sigchld reaps in a loop until no child is left to reap */
             exec_on_sigchld();
         }

@@ -42,6 +42,15 @@ final class AgentHarness implements AutoCloseable {
 
     /** Accepts the agent's next connection and completes the HELLO exchange. */
     AgentClient accept() throws Exception {
+        return AgentClient.handshake(acceptChannel(), Duration.ofSeconds(5));
+    }
+
+    /** Accepts the agent's next connection without any protocol: for tests that speak frames themselves. */
+    FrameChannel acceptRaw() throws Exception {
+        return new FrameChannel(acceptChannel());
+    }
+
+    private SocketChannel acceptChannel() throws Exception {
         CompletableFuture<SocketChannel> ch = CompletableFuture.supplyAsync(() -> {
             try {
                 return server.accept();
@@ -55,7 +64,7 @@ final class AgentHarness implements AutoCloseable {
         } catch (java.util.concurrent.TimeoutException e) {
             throw new AssertionError("agent did not connect within 10 s; log:\n" + log(), e);
         }
-        return AgentClient.handshake(c, Duration.ofSeconds(5));
+        return c;
     }
 
     String log() {
@@ -68,9 +77,9 @@ final class AgentHarness implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        process.destroyForcibly();
+        process.destroy(); // SIGTERM: a clean exit, so sanitizer builds can report leaks
         try {
-            process.waitFor(5, TimeUnit.SECONDS);
+            if (!process.waitFor(2, TimeUnit.SECONDS)) process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -100,7 +109,7 @@ final class AgentHarness implements AutoCloseable {
     }
 
     /** Collected output of one run. */
-    static final class Output implements ExecListener {
+    static class Output implements ExecListener {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
