@@ -30,6 +30,7 @@ public final class ProxyConfig {
     private final Duration dnsTimeout;
     private final Duration connectTimeout;
     private final boolean unsafeAllowLoopbackUpstreams;
+    private final java.util.Set<Integer> tlsPorts;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -42,6 +43,7 @@ public final class ProxyConfig {
         this.dnsTimeout = b.dnsTimeout;
         this.connectTimeout = b.connectTimeout;
         this.unsafeAllowLoopbackUpstreams = b.unsafeAllowLoopbackUpstreams;
+        this.tlsPorts = java.util.Set.copyOf(b.tlsPorts);
     }
 
     public static Builder builder() {
@@ -60,6 +62,9 @@ public final class ProxyConfig {
     /** When true, 127.0.0.0/8 and ::1 upstreams are permitted (tests/benchmarks only). */
     public boolean unsafeAllowLoopbackUpstreams() { return unsafeAllowLoopbackUpstreams; }
 
+    /** CONNECT ports whose first bytes must be a TLS ClientHello with SNI == CONNECT host (default 443). */
+    public java.util.Set<Integer> tlsPorts() { return tlsPorts; }
+
     public Builder toBuilder() {
         Builder b = new Builder();
         b.ceiling = ceiling;
@@ -72,6 +77,7 @@ public final class ProxyConfig {
         b.dnsTimeout = dnsTimeout;
         b.connectTimeout = connectTimeout;
         b.unsafeAllowLoopbackUpstreams = unsafeAllowLoopbackUpstreams;
+        b.tlsPorts = tlsPorts;
         return b;
     }
 
@@ -86,6 +92,7 @@ public final class ProxyConfig {
         private Duration dnsTimeout = Duration.ofSeconds(5);
         private Duration connectTimeout = Duration.ofSeconds(10);
         private boolean unsafeAllowLoopbackUpstreams;
+        private java.util.Set<Integer> tlsPorts = java.util.Set.of(443);
 
         private Builder() {}
 
@@ -100,6 +107,9 @@ public final class ProxyConfig {
         public Builder connectTimeout(Duration d) { this.connectTimeout = positive(d, "connectTimeout"); return this; }
         /** Tests and benchmarks only. Logged loudly and written to the audit log at start. */
         public Builder unsafeAllowLoopbackUpstreams(boolean v) { this.unsafeAllowLoopbackUpstreams = v; return this; }
+
+        /** Ports that get the SNI check; 443 should stay in the set (tests add their loopback TLS port). */
+        public Builder tlsPorts(java.util.Set<Integer> ports) { this.tlsPorts = java.util.Set.copyOf(ports); return this; }
 
         public ProxyConfig build() {
             return new ProxyConfig(this);

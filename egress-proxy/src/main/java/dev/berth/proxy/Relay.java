@@ -115,8 +115,13 @@ final class Relay extends ChannelInboundHandlerAdapter {
             deny(r.error() + " (CONNECT host '" + expected + "')");
             return;
         }
+        if (r.sni() == null && isIpLiteral(expected)) {
+            // Clients never send SNI for IP literals (RFC 6066); the literal was explicitly allowlisted.
+            pass("no SNI, as expected for IP-literal target '" + expected + "'");
+            return;
+        }
         if (r.sni() == null) {
-            deny("TLS ClientHello has no SNI; CONNECT to '" + expected + "':443 requires server_name '" + expected + "'");
+            deny("TLS ClientHello has no SNI; CONNECT to '" + expected + "' requires server_name '" + expected + "'");
             return;
         }
         String sni;
@@ -130,8 +135,20 @@ final class Relay extends ChannelInboundHandlerAdapter {
             deny("TLS SNI '" + HostNames.printable(sni) + "' does not match CONNECT host '" + expected + "'");
             return;
         }
+        pass("TLS SNI matches");
+    }
+
+    private static boolean isIpLiteral(String host) {
+        try {
+            return HostNames.normalize(host).isLiteral();
+        } catch (HostNames.InvalidHostException e) {
+            return false;
+        }
+    }
+
+    private void pass(String note) {
         sniHost = null;
-        ex.decide(true, ex.address, allowReason + "; TLS SNI matches");
+        ex.decide(true, ex.address, allowReason + "; " + note);
         ByteBuf pending = gateBuf;
         gateBuf = null;
         if (gateTimer != null) gateTimer.cancel(false);

@@ -89,7 +89,7 @@ final class TunnelStarter {
             return;
         }
         ex.holdsUpstreamSlot = true;
-        boolean tls = v.port() == 443;
+        boolean tls = session.config().tlsPorts().contains(v.port());
         if (!tls) ex.decide(true, v.addressText(), v.reason());
         ex.address = v.addressText();
         // Dial exactly the vetted InetAddress: no hostname reaches the socket layer, so DNS
