@@ -162,13 +162,14 @@ final class Relay extends ChannelInboundHandlerAdapter {
         sniHost = null;
         releaseGate();
         ex.decide(false, ex.address, reason);
-        state.closeReason = "denied";
+        if (state.closeReason == null) state.closeReason = "denied";
         peer.close();
         Downstream.abort(ctx.channel(), reason);
     }
 
     private void abortBoth(String reason) {
-        state.closeReason = reason;
+        // First reason wins: the quota/idle cause, not the write errors that follow it.
+        if (state.closeReason == null) state.closeReason = reason;
         peer.close();
         Channel client = fromClient ? ctx.channel() : peer;
         Downstream.abort(client, reason);
@@ -209,7 +210,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
             // Our reader hit EOF: pass the FIN on, keep the other direction running.
             peer.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> Downstream.shutdownOutput(peer));
             if (++state.halfClosed == 2) {
-                state.closeReason = "complete";
+                if (state.closeReason == null) state.closeReason = "complete";
                 peer.close();
                 ctx.channel().close();
             }
