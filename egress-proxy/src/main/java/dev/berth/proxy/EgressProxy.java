@@ -23,7 +23,8 @@ import java.net.InetSocketAddress;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -51,8 +52,13 @@ public final class EgressProxy implements AutoCloseable {
         ProxyConfig cfg = b.config;
         this.nioGroup = new MultiThreadIoEventLoopGroup(b.threads, NioIoHandler.newFactory());
         this.localGroup = new MultiThreadIoEventLoopGroup(b.threads, LocalIoHandler.newFactory());
-        // Resolution may block (system resolver); virtual threads keep event loops free.
-        this.resolverThreads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("egress-dns-", 0).factory());
+        // Resolution may block (system resolver), so it runs off the event loops. A bounded pool
+        // with a bounded queue: a workspace spraying unique names cannot create unbounded
+        // blocked getaddrinfo calls; overflow is a denial with a reason, not a stall.
+        ThreadPoolExecutor dns = new ThreadPoolExecutor(64, 64, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(4096),
+                Thread.ofPlatform().name("egress-dns-", 0).daemon(true).factory(), new ThreadPoolExecutor.AbortPolicy());
+        dns.allowCoreThreadTimeOut(true);
+        this.resolverThreads = dns;
         Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads);
         this.shared = new Shared(cfg, gk, b.audit, nioGroup, b.forwardHook);
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));

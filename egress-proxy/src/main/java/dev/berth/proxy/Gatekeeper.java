@@ -58,13 +58,22 @@ final class Gatekeeper {
         if (host.isLiteral()) {
             return CompletableFuture.completedFuture(vet(canonical, port, List.of(host.literal()), verdict.reason(), "IP literal"));
         }
+        try {
+            return resolveAndVet(canonical, port, verdict.reason());
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return CompletableFuture.completedFuture(new Vetted(false, canonical, port, null,
+                    "DNS resolution of '" + canonical + "' refused: resolver queue full"));
+        }
+    }
+
+    private CompletableFuture<Vetted> resolveAndVet(String canonical, int port, String policyReason) {
         return CompletableFuture.supplyAsync(() -> {
                     try {
                         List<InetAddress> addrs = resolver.resolve(canonical);
                         if (addrs == null || addrs.isEmpty()) {
                             return new Vetted(false, canonical, port, null, "host '" + canonical + "' resolved to no addresses");
                         }
-                        return vet(canonical, port, addrs, verdict.reason(), "host '" + canonical + "' resolved to");
+                        return vet(canonical, port, addrs, policyReason, "host '" + canonical + "' resolved to");
                     } catch (Exception e) {
                         return new Vetted(false, canonical, port, null, "DNS resolution of '" + canonical + "' failed: " + e);
                     }
