@@ -42,6 +42,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
                     refuseMalformed(ctx, new RequestHead.Failure(400, "CONNECT while a forwarded request is in progress"));
                     return;
                 }
+                if (http != null) http.releaseUpstream(); // this handler leaves the pipeline
                 new TunnelStarter(session, ctx, decoder).start(head);
             }
             case RequestHead head -> {
@@ -60,6 +61,13 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void refuseMalformed(ChannelHandlerContext ctx, RequestHead.Failure f) {
+        if (http != null && http.busy()) {
+            // Framing broke mid-body of a forwarded request: the upstream saw a partial request
+            // and the response may be half-relayed, so no clean 400 is possible. Tear down.
+            session.decided("http", null, 0, null, false, f.reason());
+            http.abort(f.reason());
+            return;
+        }
         Session.Exchange ex = session.exchange("http", null, null, 0);
         ex.decide(false, null, f.reason());
         ex.finish("refused: malformed request");

@@ -259,6 +259,12 @@ final class HttpForwarder {
         Downstream.abort(ctx.channel(), reason);
     }
 
+    /** Closes an idle kept-alive upstream (its slot is released by the close listener). */
+    void releaseUpstream() {
+        if (upstream != null) upstream.close();
+        upstream = null;
+    }
+
     void closeAfterResponse() {
         closeAfter = true;
     }
