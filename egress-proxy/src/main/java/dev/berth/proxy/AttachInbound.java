@@ -1,0 +1,48 @@
+package dev.berth.proxy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.util.ReferenceCountUtil;
+import java.util.function.BiConsumer;
+
+/**
+ * First handler on the proxy side of an attach LocalChannel. The first message must be the
+ * {@link Downstream.Attach} signal carrying the context; it installs the normal proxy pipeline
+ * behind itself. Afterwards it accounts consumed bytes (engine back-pressure) and translates
+ * engine signals (EOF, abort) into what the rest of the pipeline understands.
+ */
+final class AttachInbound extends ChannelInboundHandlerAdapter {
+    private final BiConsumer<ChannelHandlerContext, Downstream.Attach> installer;
+    private AttachedConnection conn;
+
+    AttachInbound(BiConsumer<ChannelHandlerContext, Downstream.Attach> installer) {
+        this.installer = installer;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        switch (msg) {
+            case Downstream.Attach a when conn == null -> {
+                conn = a.connection();
+                conn.proxySide = ctx.channel();
+                installer.accept(ctx, a);
+            }
+            case ByteBuf b when conn != null -> {
+                conn.consumed(b.readableBytes());
+                ctx.fireChannelRead(b);
+            }
+            case Downstream.InputShutdown s when conn != null -> ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            case Downstream.Reset r when conn != null -> {
+                Session s = conn.session;
+                if (s != null) s.clientAbortReason = "aborted by engine: " + r.reason();
+                ctx.close();
+            }
+            default -> {
+                ReferenceCountUtil.release(msg);
+                ctx.close();
+            }
+        }
+    }
+}

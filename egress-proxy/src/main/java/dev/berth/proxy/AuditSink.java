@@ -1,0 +1,13 @@
+package dev.berth.proxy;
+
+/** Where audit records go. Called from event-loop threads; must not block for long. */
+public interface AuditSink extends AutoCloseable {
+    void record(AuditRecord record);
+
+    @Override
+    default void close() {}
+
+    static AuditSink discard() {
+        return r -> {};
+    }
+}

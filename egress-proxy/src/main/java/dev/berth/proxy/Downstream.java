@@ -1,0 +1,71 @@
+package dev.berth.proxy;
+
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.socket.DuplexChannel;
+
+/**
+ * Close semantics for the client-facing channel, which is either a TCP socket (listener mode)
+ * or a LocalChannel bridged to the engine (attach mode). LocalChannel has no half-close and no
+ * RST, so those are carried in-band as {@link Signal} objects that the engine-side handler turns
+ * into {@link ClientSink#shutdownOutput()} / {@link ClientSink#reset(String)}.
+ */
+final class Downstream {
+    private Downstream() {}
+
+    /** In-band control messages on the attach LocalChannel pair. */
+    sealed interface Signal permits Attach, OutputShutdown, InputShutdown, Reset, Writability {}
+
+    /** First message from the engine side: which context this connection runs under. */
+    record Attach(EgressContext context, AttachedConnection connection) implements Signal {}
+
+    /** Proxy -> engine: no more bytes for the guest. */
+    record OutputShutdown() implements Signal {}
+
+    /** Engine -> proxy: the guest sent EOF. */
+    record InputShutdown() implements Signal {}
+
+    /** Either direction: abort with reason. */
+    record Reset(String reason) implements Signal {}
+
+    /** Engine -> proxy (as a user event): the guest side can/cannot take more bytes. */
+    record Writability(boolean writable) implements Signal {}
+
+    static void shutdownOutput(Channel ch) {
+        if (ch instanceof DuplexChannel d) {
+            d.shutdownOutput();
+        } else if (ch.isActive()) {
+            ch.writeAndFlush(new OutputShutdown());
+        }
+    }
+
+    /** Flush what is queued, then close (FIN). */
+    static void closeGracefully(Channel ch) {
+        if (!ch.isActive()) {
+            ch.close();
+            return;
+        }
+        if (!(ch instanceof DuplexChannel)) ch.write(new OutputShutdown());
+        ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /** Abort: RST on TCP, Reset signal on attach. Pending output is discarded. */
+    static void abort(Channel ch, String reason) {
+        if (ch instanceof DuplexChannel) {
+            if (ch.isOpen()) {
+                try {
+                    ch.config().setOption(ChannelOption.SO_LINGER, 0);
+                } catch (RuntimeException ignored) {
+                    // already closing; a FIN instead of RST is acceptable
+                }
+            }
+            ch.close();
+        } else if (ch.isActive()) {
+            ch.writeAndFlush(new Reset(reason)).addListener(ChannelFutureListener.CLOSE);
+        } else {
+            ch.close();
+        }
+    }
+}

@@ -1,0 +1,198 @@
+package dev.berth.proxy;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.local.LocalAddress;
+import io.netty.channel.local.LocalChannel;
+import io.netty.channel.local.LocalIoHandler;
+import io.netty.channel.local.LocalServerChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpResponseEncoder;
+import io.netty.handler.timeout.IdleStateHandler;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The egress proxy: the only way out of a workspace.
+ *
+ * <p>Two ways in: {@link #attach} (in-JVM, what the engine uses for bytes relayed from the
+ * guest's 127.0.0.1:3128) and {@link #listen} (a loopback TCP port with a fixed context, for
+ * tests and benchmarks). Both feed the same pipeline: strict request decoder, then CONNECT
+ * tunnel or plain-HTTP forwarding, each decision made by the {@link Gatekeeper}.
+ */
+public final class EgressProxy implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(EgressProxy.class.getName());
+
+    private final Shared shared;
+    private final EventLoopGroup nioGroup;
+    private final EventLoopGroup localGroup;
+    private final ExecutorService resolverThreads;
+    private final Channel localServer;
+    private final LocalAddress localAddress;
+    private final AtomicLong ids = new AtomicLong();
+    private final String instance = UUID.randomUUID().toString().substring(0, 8);
+
+    private EgressProxy(Builder b) {
+        ProxyConfig cfg = b.config;
+        this.nioGroup = new MultiThreadIoEventLoopGroup(b.threads, NioIoHandler.newFactory());
+        this.localGroup = new MultiThreadIoEventLoopGroup(b.threads, LocalIoHandler.newFactory());
+        // Resolution may block (system resolver), so it runs off the event loops. A bounded pool
+        // with a bounded queue: a workspace spraying unique names cannot create unbounded
+        // blocked getaddrinfo calls; overflow is a denial with a reason, not a stall.
+        ThreadPoolExecutor dns = new ThreadPoolExecutor(64, 64, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(4096),
+                Thread.ofPlatform().name("egress-dns-", 0).daemon(true).factory(), new ThreadPoolExecutor.AbortPolicy());
+        dns.allowCoreThreadTimeOut(true);
+        this.resolverThreads = dns;
+        Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads);
+        this.shared = new Shared(cfg, gk, b.audit, nioGroup, b.forwardHook);
+        b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
+        if (cfg.unsafeAllowLoopbackUpstreams()) {
+            String msg = "UNSAFE: unsafeAllowLoopbackUpstreams is ON - workspaces may reach 127.0.0.0/8 and ::1. Tests/benchmarks only.";
+            LOG.log(System.Logger.Level.WARNING, msg);
+            b.audit.record(AuditRecord.note("unsafe-setting", msg));
+        }
+        this.localAddress = new LocalAddress("berth-egress-" + instance);
+        this.localServer = new ServerBootstrap()
+                .group(localGroup)
+                .channel(LocalServerChannel.class)
+                .childHandler(new ChannelInitializer<LocalChannel>() {
+                    @Override
+                    protected void initChannel(LocalChannel ch) {
+                        ch.pipeline().addLast("attach", new AttachInbound(EgressProxy.this::installAttached));
+                    }
+                })
+                .bind(localAddress).syncUninterruptibly().channel();
+    }
+
+    public static Builder builder(ProxyConfig config) {
+        return new Builder(config);
+    }
+
+    /**
+     * Attaches one guest connection. Never blocks; bytes written before the internal channel is
+     * up are queued in order. The returned handle is what the engine feeds guest bytes into.
+     */
+    public ProxyConnection attach(EgressContext context, ClientSink toClient) {
+        Objects.requireNonNull(context, "context");
+        Objects.requireNonNull(toClient, "toClient");
+        AttachedConnection conn = new AttachedConnection(nextId(), toClient);
+        ChannelFuture cf = new Bootstrap().group(localGroup).channel(LocalChannel.class).handler(conn).connect(localAddress);
+        conn.bind(cf.channel());
+        cf.addListener(f -> conn.connected(f.isSuccess(), f.cause()));
+        // Same ordered queue as the engine's writes: the Attach signal is always the first message.
+        conn.send(new Downstream.Attach(context, conn));
+        return conn;
+    }
+
+    private void installAttached(ChannelHandlerContext attachCtx, Downstream.Attach a) {
+        Session s = new Session(shared, a.context(), a.connection().id());
+        a.connection().session = s;
+        install(attachCtx.pipeline(), s);
+    }
+
+    /**
+     * Opens a loopback TCP listener whose connections all run under {@code context}. Non-loopback
+     * bind addresses are refused: this mode exists for tests and benchmarks.
+     */
+    public Listener listen(InetSocketAddress bind, EgressContext context) throws IOException {
+        if (!bind.getAddress().isLoopbackAddress()) {
+            throw new IOException("listen address " + bind + " is not loopback; TCP listener mode is loopback-only");
+        }
+        ChannelFuture f = new ServerBootstrap()
+                .group(nioGroup)
+                .channel(NioServerSocketChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        install(ch.pipeline(), new Session(shared, context, nextId()));
+                    }
+                })
+                .bind(bind).awaitUninterruptibly();
+        if (!f.isSuccess()) throw new IOException("cannot listen on " + bind, f.cause());
+        return new Listener(f.channel());
+    }
+
+    private void install(ChannelPipeline p, Session s) {
+        ProxyConfig c = shared.config();
+        s.client = p.channel();
+        RequestDecoder decoder = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
+        p.addLast("idle", new IdleStateHandler(0, 0, c.idleTimeout().toMillis(), TimeUnit.MILLISECONDS));
+        p.addLast("decoder", decoder);
+        p.addLast("encoder", new HttpResponseEncoder());
+        p.addLast("frontend", new FrontendHandler(s, decoder));
+    }
+
+    private String nextId() {
+        return instance + "-" + ids.incrementAndGet();
+    }
+
+    /** Drops quota counters for a closed workspace. */
+    public void forgetWorkspace(String workspaceId) {
+        shared.forget(workspaceId);
+    }
+
+    @Override
+    public void close() {
+        localServer.close().syncUninterruptibly();
+        localGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        nioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        resolverThreads.shutdownNow();
+        shared.audit().close();
+    }
+
+    /** A loopback TCP listener (tests/benchmarks). */
+    public static final class Listener implements AutoCloseable {
+        private final Channel channel;
+
+        Listener(Channel channel) {
+            this.channel = channel;
+        }
+
+        public InetSocketAddress address() {
+            return (InetSocketAddress) channel.localAddress();
+        }
+
+        @Override
+        public void close() {
+            channel.close().syncUninterruptibly();
+        }
+    }
+
+    public static final class Builder {
+        private final ProxyConfig config;
+        private Resolver resolver = Resolver.system();
+        private AuditSink audit = AuditSink.discard();
+        private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
+        private Shared.ForwardHook forwardHook = (ctx, host, port, headers) -> {};
+
+        private Builder(ProxyConfig config) {
+            this.config = Objects.requireNonNull(config);
+        }
+
+        public Builder resolver(Resolver r) { this.resolver = Objects.requireNonNull(r); return this; }
+        public Builder auditSink(AuditSink a) { this.audit = Objects.requireNonNull(a); return this; }
+        public Builder threads(int n) { this.threads = n; return this; }
+
+        public EgressProxy start() {
+            return new EgressProxy(this);
+        }
+    }
+}

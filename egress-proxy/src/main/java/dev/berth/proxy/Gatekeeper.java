@@ -1,0 +1,100 @@
+package dev.berth.proxy;
+
+import java.net.InetAddress;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The decision pipeline for one target (host, port), in this order:
+ * <ol>
+ *   <li>normalize the host (IDNA, case, trailing dot, IP-literal spellings) - invalid = deny;</li>
+ *   <li>match against the effective policy (ceiling intersected with the context policy);</li>
+ *   <li>IP literal: classify it directly. Name: resolve (off the event loop, with timeout);</li>
+ *   <li>classify every resolved address; any non-public one denies the whole name, because a
+ *       name that mixes public and internal addresses is exactly what rebinding looks like;</li>
+ *   <li>return the single vetted {@link InetAddress} the caller must dial. The caller never
+ *       resolves again, so a second DNS answer cannot change where the bytes go.</li>
+ * </ol>
+ */
+final class Gatekeeper {
+    /** Outcome: allowed with the address to dial, or denied with a reason. */
+    record Vetted(boolean allowed, String host, int port, InetAddress address, String reason) {
+        String addressText() {
+            return address == null ? null : HostNames.canonicalIp(address);
+        }
+    }
+
+    private final ProxyConfig config;
+    private final Resolver resolver;
+    private final ExecutorService resolverThreads;
+
+    Gatekeeper(ProxyConfig config, Resolver resolver, ExecutorService resolverThreads) {
+        this.config = config;
+        this.resolver = resolver;
+        this.resolverThreads = resolverThreads;
+    }
+
+    /** Effective policy for a context: never wider than the operator ceiling. */
+    Policy effective(EgressContext ctx) {
+        return config.ceiling().narrow(ctx.policy());
+    }
+
+    /** Completes (possibly on a resolver thread) with the verdict; never completes exceptionally. */
+    CompletableFuture<Vetted> decide(Policy effective, String rawHost, int port) {
+        HostNames.Host host;
+        try {
+            host = HostNames.normalize(rawHost);
+        } catch (HostNames.InvalidHostException e) {
+            return CompletableFuture.completedFuture(new Vetted(false, HostNames.printable(rawHost), port, null, e.getMessage()));
+        }
+        String canonical = host.canonical();
+        Policy.Verdict verdict = effective.check(host, port);
+        if (!verdict.allowed()) {
+            return CompletableFuture.completedFuture(new Vetted(false, canonical, port, null, verdict.reason()));
+        }
+        if (host.isLiteral()) {
+            return CompletableFuture.completedFuture(vet(canonical, port, List.of(host.literal()), verdict.reason(), "IP literal"));
+        }
+        try {
+            return resolveAndVet(canonical, port, verdict.reason());
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return CompletableFuture.completedFuture(new Vetted(false, canonical, port, null,
+                    "DNS resolution of '" + canonical + "' refused: resolver queue full"));
+        }
+    }
+
+    private CompletableFuture<Vetted> resolveAndVet(String canonical, int port, String policyReason) {
+        return CompletableFuture.supplyAsync(() -> {
+                    try {
+                        List<InetAddress> addrs = resolver.resolve(canonical);
+                        if (addrs == null || addrs.isEmpty()) {
+                            return new Vetted(false, canonical, port, null, "host '" + canonical + "' resolved to no addresses");
+                        }
+                        return vet(canonical, port, addrs, policyReason, "host '" + canonical + "' resolved to");
+                    } catch (Exception e) {
+                        return new Vetted(false, canonical, port, null, "DNS resolution of '" + canonical + "' failed: " + e);
+                    }
+                }, resolverThreads)
+                .completeOnTimeout(null, config.dnsTimeout().toMillis(), TimeUnit.MILLISECONDS)
+                .thenApply(v -> v != null ? v : new Vetted(false, canonical, port, null,
+                        "DNS resolution of '" + canonical + "' timed out after " + config.dnsTimeout().toMillis() + " ms"))
+                .exceptionally(t -> new Vetted(false, canonical, port, null, "DNS resolution of '" + canonical + "' failed: "
+                        + (t instanceof TimeoutException ? "timeout" : t.toString())));
+    }
+
+    private Vetted vet(String host, int port, List<InetAddress> addrs, String policyReason, String what) {
+        for (InetAddress a : addrs) {
+            AddressClassifier.Result r = AddressClassifier.classify(a);
+            if (r.isPublic()) continue;
+            if (r.kind() == AddressClassifier.Kind.LOOPBACK && config.unsafeAllowLoopbackUpstreams()) continue;
+            String prefix = what.equals("IP literal") ? "IP literal '" + host + "' refused: " : what + " " + HostNames.canonicalIp(a) + ", refused: ";
+            return new Vetted(false, host, port, a, prefix + r.description());
+        }
+        InetAddress chosen = addrs.get(0);
+        String note = AddressClassifier.classify(chosen).isPublic() ? "" : " (loopback permitted by unsafeAllowLoopbackUpstreams)";
+        return new Vetted(true, host, port, chosen, policyReason + "; dialing " + HostNames.canonicalIp(chosen) + note);
+    }
+}

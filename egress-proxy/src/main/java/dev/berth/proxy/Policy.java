@@ -1,0 +1,157 @@
+package dev.berth.proxy;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * An allowlist: a set of (host pattern, ports) entries. Empty means deny everything, which is
+ * the default. Immutable.
+ *
+ * <p>The operator's config is the ceiling; a workspace and then a run may only {@link #narrow}
+ * it. Narrowing is a true set intersection of (host, port) pairs, so no combination of
+ * requested entries can produce a pair the ceiling did not already allow.
+ */
+public final class Policy {
+    /** Allowed host/port set for one pattern. */
+    record Entry(HostPattern host, Set<Integer> ports) {
+        Entry {
+            ports = Set.copyOf(new TreeSet<>(ports));
+        }
+
+        @Override
+        public String toString() {
+            return host + ":" + new TreeSet<>(ports);
+        }
+    }
+
+    private static final Policy DENY_ALL = new Policy(List.of());
+    private final List<Entry> entries;
+
+    Policy(List<Entry> entries) {
+        this.entries = List.copyOf(entries);
+    }
+
+    /** The default policy: nothing is reachable. */
+    public static Policy denyAll() {
+        return DENY_ALL;
+    }
+
+    /**
+     * Builds a policy from entries such as {@code "registry.npmjs.org"}, {@code
+     * "*.github.com:443"}, {@code "deb.debian.org:80,443"} or {@code "preset:npm"}. Port defaults to
+     * 443. Intended for workspace/run narrowing requests; the result must still be passed through
+     * {@link #narrow} against the ceiling.
+     *
+     * @throws IllegalArgumentException with a reason naming the bad entry
+     */
+    public static Policy of(Collection<String> specs) {
+        List<Entry> out = new ArrayList<>();
+        for (String spec : specs) {
+            if (spec.startsWith("preset:")) {
+                String name = spec.substring(7);
+                List<Entry> preset = Presets.get(name);
+                if (preset == null) throw new IllegalArgumentException("unknown preset '" + HostNames.printable(name) + "' (known: " + Presets.names() + ")");
+                out.addAll(preset);
+                continue;
+            }
+            String hostPart = spec;
+            Set<Integer> ports = Set.of(443);
+            int colon = spec.lastIndexOf(':');
+            if (colon > 0 && !spec.endsWith("]") && spec.indexOf(':') == colon) {
+                hostPart = spec.substring(0, colon);
+                ports = parsePorts(spec.substring(colon + 1), spec);
+            } else if (spec.startsWith("[") && spec.contains("]:")) {
+                int close = spec.indexOf("]:");
+                hostPart = spec.substring(0, close + 1);
+                ports = parsePorts(spec.substring(close + 2), spec);
+            }
+            try {
+                out.add(new Entry(HostPattern.parse(hostPart), ports));
+            } catch (HostNames.InvalidHostException e) {
+                throw new IllegalArgumentException("invalid policy entry '" + HostNames.printable(spec) + "': " + e.getMessage());
+            }
+        }
+        return new Policy(out);
+    }
+
+    static Set<Integer> parsePorts(String list, String spec) {
+        Set<Integer> ports = new TreeSet<>();
+        for (String p : list.split(",", -1)) {
+            int port;
+            try {
+                port = Integer.parseInt(p.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("invalid port '" + HostNames.printable(p) + "' in entry '" + HostNames.printable(spec) + "'");
+            }
+            ports.add(checkPort(port, spec));
+        }
+        return ports;
+    }
+
+    static int checkPort(int port, String spec) {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port " + port + " out of range 1-65535 in entry '" + HostNames.printable(spec) + "'");
+        }
+        return port;
+    }
+
+    /**
+     * Intersection of this policy (the ceiling) with {@code requested}. Never larger than either.
+     */
+    public Policy narrow(Policy requested) {
+        List<Entry> out = new ArrayList<>();
+        for (Entry mine : entries) {
+            for (Entry theirs : requested.entries) {
+                HostPattern h = mine.host().intersect(theirs.host());
+                if (h == null) continue;
+                Set<Integer> ports = new TreeSet<>(mine.ports());
+                ports.retainAll(theirs.ports());
+                if (!ports.isEmpty()) out.add(new Entry(h, ports));
+            }
+        }
+        return new Policy(out);
+    }
+
+    /** Policy verdict for a canonical host and port; reason names the host/port either way. */
+    Verdict check(HostNames.Host host, int port) {
+        Set<Integer> portsForHost = new TreeSet<>();
+        for (Entry e : entries) {
+            if (e.host().matches(host)) {
+                if (e.ports().contains(port)) {
+                    return new Verdict(true, "host '" + host.canonical() + "' port " + port + " allowed by entry '" + e.host() + "'");
+                }
+                portsForHost.addAll(e.ports());
+            }
+        }
+        if (!portsForHost.isEmpty()) {
+            return new Verdict(false, "port " + port + " not allowed for host '" + host.canonical() + "' (allowed ports: " + portsForHost + ")");
+        }
+        if (host.isLiteral()) {
+            return new Verdict(false, "IP literal '" + host.canonical() + "' is not named by any allowlist entry");
+        }
+        return new Verdict(false, "host '" + host.canonical() + "' matches no allowlist entry");
+    }
+
+    record Verdict(boolean allowed, String reason) {}
+
+    /** Public (non-internal) view of the entries, e.g. {@code "*.github.com:[443]"}. */
+    public List<String> describe() {
+        return entries.stream().map(Entry::toString).toList();
+    }
+
+    public boolean isEmpty() {
+        return entries.isEmpty();
+    }
+
+    List<Entry> entries() {
+        return entries;
+    }
+
+    @Override
+    public String toString() {
+        return "Policy" + describe();
+    }
+}

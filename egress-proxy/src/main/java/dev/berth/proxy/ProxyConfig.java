@@ -1,0 +1,128 @@
+package dev.berth.proxy;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Operator-level settings: the policy ceiling, limits, and the two unsafe switches. Built in
+ * code or loaded from JSON by {@link ConfigLoader}. Immutable.
+ *
+ * <p>Limits and why each exists:
+ * <ul>
+ *   <li>maxHeaderBytes / maxHeaderCount: bound memory per request head (431 otherwise).</li>
+ *   <li>headerTimeout: a request head (or the TLS ClientHello after CONNECT) must arrive within
+ *       this time once started; defeats slowloris.</li>
+ *   <li>idleTimeout: no bytes in either direction for this long closes the connection.</li>
+ *   <li>maxTunnelsPerWorkspace: concurrent upstream connections (CONNECT tunnels and plain-HTTP
+ *       upstreams) per workspace; bounds fan-out from one workspace.</li>
+ *   <li>maxBytesPerWorkspace: lifetime bytes (up + down) per workspace in this proxy.</li>
+ *   <li>dnsTimeout / connectTimeout: a slow upstream cannot pin proxy resources.</li>
+ * </ul>
+ */
+public final class ProxyConfig {
+    private final Policy ceiling;
+    private final int maxHeaderBytes;
+    private final int maxHeaderCount;
+    private final Duration headerTimeout;
+    private final Duration idleTimeout;
+    private final int maxTunnelsPerWorkspace;
+    private final long maxBytesPerWorkspace;
+    private final Duration dnsTimeout;
+    private final Duration connectTimeout;
+    private final boolean unsafeAllowLoopbackUpstreams;
+    private final java.util.Set<Integer> tlsPorts;
+
+    private ProxyConfig(Builder b) {
+        this.ceiling = b.ceiling;
+        this.maxHeaderBytes = b.maxHeaderBytes;
+        this.maxHeaderCount = b.maxHeaderCount;
+        this.headerTimeout = b.headerTimeout;
+        this.idleTimeout = b.idleTimeout;
+        this.maxTunnelsPerWorkspace = b.maxTunnelsPerWorkspace;
+        this.maxBytesPerWorkspace = b.maxBytesPerWorkspace;
+        this.dnsTimeout = b.dnsTimeout;
+        this.connectTimeout = b.connectTimeout;
+        this.unsafeAllowLoopbackUpstreams = b.unsafeAllowLoopbackUpstreams;
+        this.tlsPorts = java.util.Set.copyOf(b.tlsPorts);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Policy ceiling() { return ceiling; }
+    public int maxHeaderBytes() { return maxHeaderBytes; }
+    public int maxHeaderCount() { return maxHeaderCount; }
+    public Duration headerTimeout() { return headerTimeout; }
+    public Duration idleTimeout() { return idleTimeout; }
+    public int maxTunnelsPerWorkspace() { return maxTunnelsPerWorkspace; }
+    public long maxBytesPerWorkspace() { return maxBytesPerWorkspace; }
+    public Duration dnsTimeout() { return dnsTimeout; }
+    public Duration connectTimeout() { return connectTimeout; }
+    /** When true, 127.0.0.0/8 and ::1 upstreams are permitted (tests/benchmarks only). */
+    public boolean unsafeAllowLoopbackUpstreams() { return unsafeAllowLoopbackUpstreams; }
+
+    /** CONNECT ports whose first bytes must be a TLS ClientHello with SNI == CONNECT host (default 443). */
+    public java.util.Set<Integer> tlsPorts() { return tlsPorts; }
+
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.ceiling = ceiling;
+        b.maxHeaderBytes = maxHeaderBytes;
+        b.maxHeaderCount = maxHeaderCount;
+        b.headerTimeout = headerTimeout;
+        b.idleTimeout = idleTimeout;
+        b.maxTunnelsPerWorkspace = maxTunnelsPerWorkspace;
+        b.maxBytesPerWorkspace = maxBytesPerWorkspace;
+        b.dnsTimeout = dnsTimeout;
+        b.connectTimeout = connectTimeout;
+        b.unsafeAllowLoopbackUpstreams = unsafeAllowLoopbackUpstreams;
+        b.tlsPorts = tlsPorts;
+        return b;
+    }
+
+    public static final class Builder {
+        private Policy ceiling = Policy.denyAll();
+        private int maxHeaderBytes = 32 * 1024;
+        private int maxHeaderCount = 100;
+        private Duration headerTimeout = Duration.ofSeconds(10);
+        private Duration idleTimeout = Duration.ofMinutes(5);
+        private int maxTunnelsPerWorkspace = 256;
+        private long maxBytesPerWorkspace = 20L * 1024 * 1024 * 1024;
+        private Duration dnsTimeout = Duration.ofSeconds(5);
+        private Duration connectTimeout = Duration.ofSeconds(10);
+        private boolean unsafeAllowLoopbackUpstreams;
+        private java.util.Set<Integer> tlsPorts = java.util.Set.of(443);
+
+        private Builder() {}
+
+        public Builder ceiling(Policy p) { this.ceiling = Objects.requireNonNull(p); return this; }
+        public Builder maxHeaderBytes(int v) { this.maxHeaderBytes = positive(v, "maxHeaderBytes"); return this; }
+        public Builder maxHeaderCount(int v) { this.maxHeaderCount = positive(v, "maxHeaderCount"); return this; }
+        public Builder headerTimeout(Duration d) { this.headerTimeout = positive(d, "headerTimeout"); return this; }
+        public Builder idleTimeout(Duration d) { this.idleTimeout = positive(d, "idleTimeout"); return this; }
+        public Builder maxTunnelsPerWorkspace(int v) { this.maxTunnelsPerWorkspace = positive(v, "maxTunnelsPerWorkspace"); return this; }
+        public Builder maxBytesPerWorkspace(long v) { this.maxBytesPerWorkspace = positive(v, "maxBytesPerWorkspace"); return this; }
+        public Builder dnsTimeout(Duration d) { this.dnsTimeout = positive(d, "dnsTimeout"); return this; }
+        public Builder connectTimeout(Duration d) { this.connectTimeout = positive(d, "connectTimeout"); return this; }
+        /** Tests and benchmarks only. Logged loudly and written to the audit log at start. */
+        public Builder unsafeAllowLoopbackUpstreams(boolean v) { this.unsafeAllowLoopbackUpstreams = v; return this; }
+
+        /** Ports that get the SNI check; 443 should stay in the set (tests add their loopback TLS port). */
+        public Builder tlsPorts(java.util.Set<Integer> ports) { this.tlsPorts = java.util.Set.copyOf(ports); return this; }
+
+        public ProxyConfig build() {
+            return new ProxyConfig(this);
+        }
+
+        private static <T extends Number> T positive(T v, String name) {
+            if (v.longValue() <= 0) throw new IllegalArgumentException(name + " must be positive, got " + v);
+            return v;
+        }
+
+        private static Duration positive(Duration d, String name) {
+            if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be positive, got " + d);
+            return d;
+        }
+    }
+}

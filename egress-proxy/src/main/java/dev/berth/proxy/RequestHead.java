@@ -1,0 +1,66 @@
+package dev.berth.proxy;
+
+import io.netty.buffer.ByteBuf;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * A parsed, validated HTTP/1.x request head. Body framing has already been checked by
+ * {@link RequestDecoder}: at most one of {@code chunked} / {@code contentLength >= 0}.
+ */
+final class RequestHead {
+    final String method;
+    final String target;
+    final String version;
+    /** Header (name, value) pairs in arrival order; names as sent. */
+    final List<String[]> headers;
+    final boolean chunked;
+    final long contentLength;
+
+    RequestHead(String method, String target, String version, List<String[]> headers, boolean chunked, long contentLength) {
+        this.method = method;
+        this.target = target;
+        this.version = version;
+        this.headers = headers;
+        this.chunked = chunked;
+        this.contentLength = contentLength;
+    }
+
+    boolean hasBody() {
+        return chunked || contentLength > 0;
+    }
+
+    List<String> all(String name) {
+        List<String> out = new ArrayList<>(1);
+        for (String[] h : headers) {
+            if (h[0].equalsIgnoreCase(name)) out.add(h[1]);
+        }
+        return out;
+    }
+
+    /** True if a Connection header lists the token (case-insensitive). */
+    boolean connectionHas(String token) {
+        for (String v : all("Connection")) {
+            for (String t : v.split(",")) {
+                if (t.trim().equalsIgnoreCase(token)) return true;
+            }
+        }
+        return false;
+    }
+
+    boolean wantsClose() {
+        if (connectionHas("close")) return true;
+        return "HTTP/1.0".equals(version) && !connectionHas("keep-alive");
+    }
+
+    /** A body fragment, passed through to the upstream verbatim (already validated framing). */
+    record Body(ByteBuf content, boolean last) {}
+
+    /** The request head (or connection) was malformed; respond with status and close. */
+    record Failure(int status, String reason) {}
+
+    String summary() {
+        return method.toUpperCase(Locale.ROOT) + " " + HostNames.printable(target);
+    }
+}

@@ -1,0 +1,82 @@
+package dev.berth.proxy;
+
+import java.util.Locale;
+
+/** Parsing of request targets (authority-form for CONNECT, absolute-form for HTTP) and Host headers. */
+final class Targets {
+    private Targets() {}
+
+    /** host is raw (not yet normalized); port resolved with the default. */
+    record Target(String host, int port, String originForm) {}
+
+    static final class BadTarget extends Exception {
+        BadTarget(String m) {
+            super(m);
+        }
+    }
+
+    /** {@code host:port}, {@code [v6]:port}; port mandatory unless defaultPort > 0. */
+    static Target authority(String a, int defaultPort, String what) throws BadTarget {
+        if (a.isEmpty()) throw new BadTarget(what + " is empty");
+        if (a.indexOf('@') >= 0) throw new BadTarget(what + " '" + HostNames.printable(a) + "' contains userinfo ('@')");
+        String host;
+        String portText = null;
+        if (a.startsWith("[")) {
+            int close = a.indexOf(']');
+            if (close < 0) throw new BadTarget(what + " '" + HostNames.printable(a) + "' has an unterminated '['");
+            host = a.substring(0, close + 1);
+            String rest = a.substring(close + 1);
+            if (!rest.isEmpty()) {
+                if (!rest.startsWith(":")) throw new BadTarget(what + " '" + HostNames.printable(a) + "' is malformed");
+                portText = rest.substring(1);
+            }
+        } else {
+            int colon = a.lastIndexOf(':');
+            if (colon >= 0 && a.indexOf(':') != colon) {
+                throw new BadTarget(what + " '" + HostNames.printable(a) + "' has an unbracketed IPv6 literal");
+            }
+            host = colon >= 0 ? a.substring(0, colon) : a;
+            portText = colon >= 0 ? a.substring(colon + 1) : null;
+        }
+        int port;
+        if (portText == null) {
+            if (defaultPort <= 0) throw new BadTarget(what + " '" + HostNames.printable(a) + "' has no port");
+            port = defaultPort;
+        } else {
+            if (portText.isEmpty() || portText.length() > 5 || !portText.chars().allMatch(c -> c >= '0' && c <= '9')) {
+                throw new BadTarget(what + " '" + HostNames.printable(a) + "' has an invalid port");
+            }
+            port = Integer.parseInt(portText);
+            if (port < 1 || port > 65535) throw new BadTarget(what + " '" + HostNames.printable(a) + "' port out of range");
+        }
+        return new Target(host, port, null);
+    }
+
+    /** {@code http://authority[/path][?query]}; https and other schemes are refused. */
+    static Target absolute(String uri) throws BadTarget {
+        int sep = uri.indexOf("://");
+        if (sep <= 0) {
+            throw new BadTarget("request target '" + HostNames.printable(uri) + "' is not absolute-form (a proxy needs http://host/...)");
+        }
+        String scheme = uri.substring(0, sep).toLowerCase(Locale.ROOT);
+        if (!scheme.equals("http")) {
+            throw new BadTarget("scheme '" + HostNames.printable(scheme) + "' not supported for forwarding (use CONNECT for https)");
+        }
+        String rest = uri.substring(sep + 3);
+        int end = rest.length();
+        for (int i = 0; i < rest.length(); i++) {
+            char c = rest.charAt(i);
+            if (c == '/' || c == '?' || c == '#') {
+                end = i;
+                break;
+            }
+        }
+        String authority = rest.substring(0, end);
+        String path = rest.substring(end);
+        int hash = path.indexOf('#');
+        if (hash >= 0) path = path.substring(0, hash);
+        if (path.isEmpty() || path.charAt(0) == '?') path = "/" + path;
+        Target t = authority(authority, 80, "request URI authority");
+        return new Target(t.host(), t.port(), path);
+    }
+}

@@ -1,0 +1,144 @@
+package dev.berth.proxy;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
+import java.net.InetSocketAddress;
+import java.util.List;
+
+/**
+ * CONNECT handling up to the point where bytes flow: target/Host checks, the gatekeeper
+ * decision, quota, dialing the vetted address, the 200 response, and the pipeline switch from
+ * HTTP parsing to {@link Relay} (which still gates on the TLS ClientHello for port 443).
+ */
+final class TunnelStarter {
+    private final Session session;
+    private final ChannelHandlerContext ctx;
+    private final RequestDecoder decoder;
+    private Session.Exchange ex;
+
+    TunnelStarter(Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
+        this.session = session;
+        this.ctx = ctx;
+        this.decoder = decoder;
+    }
+
+    void start(RequestHead head) {
+        Channel client = ctx.channel();
+        client.config().setAutoRead(false);
+        Targets.Target target;
+        try {
+            target = Targets.authority(head.target, 0, "CONNECT target");
+            List<String> hosts = head.all("Host");
+            if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
+            if (hosts.size() == 1) {
+                Targets.Target h = Targets.authority(hosts.get(0), target.port(), "Host header");
+                if (!sameHost(h, target)) {
+                    throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0))
+                            + "' does not match CONNECT target '" + HostNames.printable(head.target) + "'");
+                }
+            }
+        } catch (Targets.BadTarget e) {
+            refuse(session.exchange("connect", "CONNECT", HostNames.printable(head.target), 0), 400, e.getMessage());
+            return;
+        }
+        String shownHost = canonicalOrRaw(target.host());
+        ex = session.exchange("connect", "CONNECT", shownHost, target.port());
+        session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
+                .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(v)));
+    }
+
+    static boolean sameHost(Targets.Target a, Targets.Target b) {
+        return a.port() == b.port() && canonicalOrRaw(a.host()).equals(canonicalOrRaw(b.host()));
+    }
+
+    static String canonicalOrRaw(String raw) {
+        try {
+            return HostNames.normalize(raw).canonical();
+        } catch (HostNames.InvalidHostException e) {
+            return HostNames.printable(raw);
+        }
+    }
+
+    private void refuse(Session.Exchange e, int status, String reason) {
+        e.decide(false, null, reason);
+        e.finish("denied");
+        Responses.send(ctx.channel(), status, reason, false).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private void vetted(Gatekeeper.Vetted v) {
+        Channel client = ctx.channel();
+        if (!client.isActive()) {
+            ex.decide(v.allowed(), v.addressText(), v.reason());
+            ex.finish("client closed before decision");
+            return;
+        }
+        if (!v.allowed()) {
+            refuse(ex, 403, v.reason());
+            return;
+        }
+        int max = session.config().maxTunnelsPerWorkspace();
+        if (!session.usage.tryOpen(max)) {
+            refuse(ex, 429, "workspace '" + session.context.workspaceId() + "' already has " + max
+                    + " open upstream connections (maxTunnelsPerWorkspace)");
+            return;
+        }
+        ex.holdsUpstreamSlot = true;
+        boolean tls = session.config().tlsPorts().contains(v.port());
+        if (!tls) ex.decide(true, v.addressText(), v.reason());
+        ex.address = v.addressText();
+        // Dial exactly the vetted InetAddress: no hostname reaches the socket layer, so DNS
+        // cannot be consulted again between the check and the connect.
+        ChannelFuture cf = session.upstream(new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Channel ch) {}
+        }).connect(new InetSocketAddress(v.address(), v.port()));
+        cf.addListener((ChannelFutureListener) f -> client.eventLoop().execute(() -> {
+            if (!f.isSuccess()) {
+                if (tls) ex.decide(true, v.addressText(), v.reason());
+                String why = "upstream connect to " + v.addressText() + ":" + v.port() + " failed: " + f.cause().getMessage();
+                ex.finish(why);
+                Responses.send(client, 502, why, false).addListener(ChannelFutureListener.CLOSE);
+                return;
+            }
+            established(f.channel(), v, tls);
+        }));
+    }
+
+    private void established(Channel upstream, Gatekeeper.Vetted v, boolean tls) {
+        Channel client = ctx.channel();
+        if (!client.isActive()) {
+            upstream.close();
+            if (tls) ex.decide(true, v.addressText(), v.reason());
+            ex.finish("client closed before tunnel was established");
+            return;
+        }
+        Relay.State state = new Relay.State();
+        Relay down = new Relay(session, ex, client, false, state, null, null);
+        Relay up = new Relay(session, ex, upstream, true, state, tls ? v.host() : null, v.reason());
+        state.clientSide = up;
+        state.upstreamSide = down;
+        upstream.pipeline().addLast(session.sessionExecutor(), "relay", down);
+        client.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, new HttpResponseStatus(200, "Connection established")))
+                .addListener((ChannelFutureListener) f -> {
+                    if (!f.isSuccess()) {
+                        upstream.close();
+                        return;
+                    }
+                    var p = client.pipeline();
+                    p.addAfter(ctx.name(), "relay", up);
+                    p.remove("encoder");
+                    p.remove(ctx.handler());
+                    // Removing the decoder forwards any bytes it already buffered (e.g. an eagerly
+                    // sent ClientHello) to the relay, in order.
+                    p.remove(decoder);
+                    client.config().setAutoRead(true);
+                    if (!tls) upstream.config().setAutoRead(true);
+                });
+    }
+}

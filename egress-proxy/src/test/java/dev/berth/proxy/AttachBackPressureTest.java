@@ -1,0 +1,114 @@
+package dev.berth.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** Back-pressure through the attach API in both directions. */
+class AttachBackPressureTest {
+
+    @Test
+    void write_upstreamNeverReads_returnsFalseThenResumesWhenUpstreamDrains() throws Exception {
+        List<Socket> accepted = new CopyOnWriteArrayList<>();
+        try (ServerSocket stalled = new ServerSocket(0, 10, InetAddress.getByName("127.0.0.1"));
+             Harness h = new Harness()) {
+            Thread acceptor = Thread.ofVirtual().start(() -> {
+                try {
+                    accepted.add(stalled.accept()); // accept, then do not read (yet)
+                } catch (Exception ignored) {
+                    // closed
+                }
+            });
+            Policy p = Policy.of(List.of("allowed.test:" + stalled.getLocalPort()));
+            try (EgressProxy proxy = EgressProxy.builder(h.config.toBuilder().ceiling(p).build()).resolver(h.resolver).threads(2).start()) {
+                CountDownLatch resumed = new CountDownLatch(1);
+                CountDownLatch established = new CountDownLatch(1);
+                ProxyConnection c = proxy.attach(new EgressContext("ws-bp", null, p, null), new ClientSink() {
+                    @Override public void write(ByteBuffer b) { established.countDown(); }
+                    @Override public void shutdownOutput() {}
+                    @Override public void reset(String reason) {}
+                    @Override public void proxyWritabilityChanged(boolean w) { if (w) resumed.countDown(); }
+                });
+                c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + stalled.getLocalPort() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
+                assertTrue(established.await(5, TimeUnit.SECONDS));
+                byte[] chunk = new byte[64 * 1024];
+                long written = 0;
+                boolean accepting = true;
+                // Socket buffers absorb a few MB; the proxy must say "stop" well before 64 MB.
+                while (accepting && written < 64L << 20) {
+                    accepting = c.write(ByteBuffer.wrap(chunk));
+                    written += chunk.length;
+                    if (written % (1 << 20) == 0) Thread.sleep(2);
+                }
+                assertFalse(accepting, "proxy never pushed back after " + written + " bytes");
+                acceptor.join();
+                Socket up = accepted.getFirst();
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        up.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+                    } catch (Exception ignored) {
+                        // closed at end of test
+                    }
+                });
+                assertTrue(resumed.await(10, TimeUnit.SECONDS), "engine told to resume once the upstream drains");
+                c.abort("test done");
+                up.close();
+            }
+        }
+    }
+
+    @Test
+    void clientWritableFalse_upstreamKeepsSending_proxyStopsReadingUpstream() throws Exception {
+        try (ServerSocket source = new ServerSocket(0, 10, InetAddress.getByName("127.0.0.1")); Harness h = new Harness()) {
+            AtomicLong upstreamSent = new AtomicLong();
+            Thread.ofVirtual().start(() -> {
+                try (Socket s = source.accept()) {
+                    byte[] block = new byte[64 * 1024];
+                    while (true) {
+                        s.getOutputStream().write(block);
+                        upstreamSent.addAndGet(block.length);
+                    }
+                } catch (Exception ignored) {
+                    // blocked writer is released when the test closes everything
+                }
+            });
+            Policy p = Policy.of(List.of("allowed.test:" + source.getLocalPort()));
+            try (EgressProxy proxy = EgressProxy.builder(h.config.toBuilder().ceiling(p).build()).resolver(h.resolver).threads(2).start()) {
+                AtomicLong delivered = new AtomicLong();
+                ProxyConnection[] holder = new ProxyConnection[1];
+                ProxyConnection c = proxy.attach(new EgressContext("ws-bp2", null, p, null), new ClientSink() {
+                    @Override public void write(ByteBuffer b) {
+                        if (delivered.addAndGet(b.remaining()) > 100) holder[0].clientWritable(false);
+                    }
+                    @Override public void shutdownOutput() {}
+                    @Override public void reset(String reason) {}
+                });
+                holder[0] = c;
+                c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + source.getLocalPort() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
+                Thread.sleep(1000);
+                long stalledAt = delivered.get();
+                Thread.sleep(500);
+                assertEquals(stalledAt, delivered.get(), "nothing delivered while the engine is not writable");
+                assertTrue(stalledAt < 8L << 20, "bounded in-flight data, got " + stalledAt);
+                assertTrue(upstreamSent.get() < 64L << 20, "upstream is blocked by TCP flow control, sent " + upstreamSent.get());
+                c.clientWritable(true);
+                long deadline = System.nanoTime() + 5_000_000_000L;
+                while (delivered.get() <= stalledAt && System.nanoTime() < deadline) Thread.sleep(10);
+                assertTrue(delivered.get() > stalledAt, "delivery resumes after clientWritable(true)");
+                c.abort("test done");
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+package dev.berth.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Every broken config under testdata/ is listed in testdata/errors.tsv with the error it must produce. */
+class ConfigLoaderTest {
+    static Path dir(String name) throws URISyntaxException {
+        return Path.of(ConfigLoaderTest.class.getResource("/" + name).toURI());
+    }
+
+    static Stream<Arguments> brokenConfigs() throws Exception {
+        return Files.readAllLines(dir("testdata").resolve("errors.tsv")).stream()
+                .filter(l -> !l.isBlank())
+                .map(l -> l.split("\t", 2))
+                .map(p -> Arguments.of(p[0], p[1]));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("brokenConfigs")
+    void load_brokenFixture_failsWithNamedError(String file, String expected) throws Exception {
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(dir("testdata").resolve(file)));
+        assertTrue(e.getMessage().contains(expected), () -> file + ": '" + e.getMessage() + "' lacks '" + expected + "'");
+    }
+
+    @Test
+    void fixtures_everyBrokenFileListed_noneForgotten() throws Exception {
+        try (Stream<Path> files = Files.list(dir("testdata"))) {
+            List<String> json = files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".json")).sorted().toList();
+            List<String> listed = brokenConfigs().map(a -> (String) a.get()[0]).sorted().toList();
+            assertEquals(json, listed);
+        }
+    }
+
+    @Test
+    void load_validFullConfig_parsesPolicyAndLimits() throws Exception {
+        ProxyConfig c = ConfigLoader.load(dir("valid").resolve("full.json"));
+        assertFalse(c.unsafeAllowLoopbackUpstreams());
+        assertEquals(16384, c.maxHeaderBytes());
+        assertEquals(Duration.ofSeconds(2), c.headerTimeout());
+        assertEquals(8, c.maxTunnelsPerWorkspace());
+        List<String> d = c.ceiling().describe();
+        assertTrue(d.contains("example.com:[443]"), d.toString());
+        assertTrue(d.contains("*.corp.example:[443, 8443]"), d.toString());
+        assertTrue(d.contains("203.0.113.7:[80]"), d.toString());
+        assertTrue(d.contains("registry.npmjs.org:[443]"), d.toString());
+        assertTrue(d.contains("deb.debian.org:[80, 443]"), d.toString());
+    }
+
+    @Test
+    void load_explicitUnsafeBlock_enablesLoopbackAndIsAudited() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("{\"unsafe\": {\"unsafeAllowLoopbackUpstreams\": true}}");
+        assertTrue(c.unsafeAllowLoopbackUpstreams());
+        List<AuditRecord> audit = new java.util.ArrayList<>();
+        try (EgressProxy p = EgressProxy.builder(c).auditSink(audit::add).threads(1).start()) {
+            assertTrue(audit.stream().anyMatch(r -> r.event().equals("unsafe-setting") && r.reason().contains("UNSAFE")), audit.toString());
+        }
+    }
+
+    @Test
+    void load_emptyObject_deniesEverything() throws Exception {
+        assertTrue(ConfigLoader.parse("{}").ceiling().isEmpty());
+    }
+
+    @Test
+    void load_missingFile_reportsPath() {
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(Path.of("/nonexistent/egress.json")));
+        assertTrue(e.getMessage().contains("/nonexistent/egress.json"));
+    }
+
+    @Test
+    void fileAuditSink_records_appendsJsonLinesWithConstantFields(@org.junit.jupiter.api.io.TempDir Path tmp) throws IOException {
+        Path log = tmp.resolve("audit.jsonl");
+        try (FileAuditSink sink = new FileAuditSink(log)) {
+            sink.record(new AuditRecord("decision", java.time.Instant.EPOCH, "ws", null, "c1", "http", "GET", "evil.test", 80,
+                    null, "deny", "host 'evil.test' matches no allowlist entry", 0, 0, 1, "denied"));
+            sink.record(AuditRecord.note("proxy-start", "x"));
+        }
+        List<String> lines = Files.readAllLines(log);
+        assertEquals(2, lines.size());
+        for (String f : List.of("\"workspace\":\"ws\"", "\"run\":null", "\"host\":\"evil.test\"", "\"port\":80", "\"resolvedAddress\":null",
+                "\"decision\":\"deny\"", "\"reason\":\"host 'evil.test' matches no allowlist entry\"", "\"bytesUp\":0", "\"bytesDown\":0",
+                "\"durationMs\":1")) {
+            assertTrue(lines.get(0).contains(f), () -> lines.get(0) + " lacks " + f);
+        }
+    }
+}

@@ -1,0 +1,203 @@
+package dev.berth.proxy;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Benchmark, not a test: 1 GiB download throughput and connection-setup latency (TCP connect +
+ * CONNECT + first echoed byte) for direct loopback, this proxy (TCP listener mode) and squid,
+ * printed side by side. Everything on 127.0.0.1. Run via egress-proxy/bench/run.sh, which starts
+ * squid with the same one-entry allowlist and passes its port as the first argument.
+ *
+ * <p>Args: [squidPort|0] [upstreamPortForSquid] [bytes] [connects]
+ */
+public final class EgressBenchmark {
+    private static String HOST = System.getProperty("bench.host", "allowed.test");
+
+    public static void main(String[] args) throws Exception {
+        int squidPort = args.length > 0 ? Integer.parseInt(args[0]) : 0;
+        int fixedUpstreamPort = args.length > 1 ? Integer.parseInt(args[1]) : 0;
+        long bytes = args.length > 2 ? Long.parseLong(args[2]) : 1L << 30;
+        int connects = args.length > 3 ? Integer.parseInt(args[3]) : 2000;
+
+        try (Upstream up = new Upstream(fixedUpstreamPort)) {
+            Policy allow = Policy.of(List.of(HOST + ":" + up.port(), "allowed.test:" + up.port()));
+            ProxyConfig cfg = ProxyConfig.builder().ceiling(allow).unsafeAllowLoopbackUpstreams(true).build();
+            TestResolver resolver = new TestResolver().map(HOST, "127.0.0.1");
+            try (EgressProxy proxy = EgressProxy.builder(cfg).resolver(resolver).threads(2).start();
+                 EgressProxy.Listener l = proxy.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                         new EgressContext("bench", null, allow, null))) {
+                Map<String, Integer> paths = new LinkedHashMap<>();
+                paths.put("direct", 0);
+                paths.put("berth", l.address().getPort());
+                if (squidPort > 0) paths.put("squid", squidPort);
+                if (Boolean.getBoolean("bench.hold")) {
+                    System.out.println("HOLD berth=" + l.address().getPort() + " up=" + up.port());
+                    Thread.sleep(Long.getLong("bench.holdMs", 20000));
+                    return;
+                }
+
+                System.out.printf("upstream 127.0.0.1:%d, transfer %d MiB, %d connects, %d cores, %s%n", up.port(), bytes >> 20, connects,
+                        Runtime.getRuntime().availableProcessors(), Runtime.version());
+                // Warm-up (JIT, pools) on every path, not measured.
+                for (var e : paths.entrySet()) {
+                    download(e.getValue(), up.port(), 64L << 20);
+                    setupLatencies(e.getValue(), up.port(), 200);
+                }
+                Map<String, double[]> results = new LinkedHashMap<>();
+                for (var e : paths.entrySet()) {
+                    double mibs = download(e.getValue(), up.port(), bytes);
+                    long[] lat = setupLatencies(e.getValue(), up.port(), connects);
+                    results.put(e.getKey(), new double[] {mibs, pct(lat, 50), pct(lat, 99)});
+                }
+                double[] base = results.get("direct");
+                System.out.printf("%-8s %12s %9s %12s %9s %12s %9s%n", "path", "MiB/s", "x direct", "p50 setup", "x direct", "p99 setup", "x direct");
+                for (var e : results.entrySet()) {
+                    double[] r = e.getValue();
+                    System.out.printf("%-8s %12.0f %9.2f %10.0fus %9.2f %10.0fus %9.2f%n", e.getKey(), r[0], r[0] / base[0], r[1], r[1] / base[1],
+                            r[2], r[2] / base[2]);
+                }
+                if (results.containsKey("squid")) {
+                    double[] b = results.get("berth"), s = results.get("squid");
+                    System.out.printf("berth/squid: throughput %.2fx, p50 setup %.2fx, p99 setup %.2fx (higher throughput / lower latency is better)%n",
+                            b[0] / s[0], b[1] / s[1], b[2] / s[2]);
+                }
+            }
+        }
+    }
+
+    static double pct(long[] sortedNanos, int p) {
+        int i = Math.min(sortedNanos.length - 1, (int) Math.ceil(p / 100.0 * sortedNanos.length) - 1);
+        return sortedNanos[Math.max(0, i)] / 1000.0;
+    }
+
+    /** Opens a connection to the upstream, via CONNECT if proxyPort > 0. */
+    static Socket open(int proxyPort, int upPort) throws IOException {
+        Socket s = new Socket();
+        s.setTcpNoDelay(true);
+        if (proxyPort == 0) {
+            s.connect(new InetSocketAddress("127.0.0.1", upPort));
+            return s;
+        }
+        s.connect(new InetSocketAddress("127.0.0.1", proxyPort));
+        OutputStream o = s.getOutputStream();
+        o.write(("CONNECT " + HOST + ":" + upPort + " HTTP/1.1\r\nHost: " + HOST + ":" + upPort + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        o.flush();
+        InputStream in = s.getInputStream();
+        int state = 0;
+        StringBuilder head = new StringBuilder();
+        while (state < 4) {
+            int b = in.read();
+            if (b < 0) throw new IOException("proxy closed during CONNECT: " + head);
+            head.append((char) b);
+            state = (b == '\r' && (state == 0 || state == 2)) || (b == '\n' && (state == 1 || state == 3)) ? state + 1 : (b == '\r' ? 1 : 0);
+        }
+        if (!head.toString().startsWith("HTTP/1.1 200") && !head.toString().startsWith("HTTP/1.0 200")) {
+            throw new IOException("CONNECT failed: " + head);
+        }
+        return s;
+    }
+
+    static double download(int proxyPort, int upPort, long bytes) throws IOException {
+        try (Socket s = open(proxyPort, upPort)) {
+            long t0 = System.nanoTime();
+            s.getOutputStream().write(('D' + Long.toString(bytes) + "\n").getBytes(StandardCharsets.US_ASCII));
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[256 * 1024];
+            long got = 0;
+            int n;
+            while (got < bytes && (n = in.read(buf)) > 0) got += n;
+            long t1 = System.nanoTime();
+            if (got != bytes) throw new IOException("short transfer " + got + " via port " + proxyPort);
+            return (bytes / 1048576.0) / ((t1 - t0) / 1e9);
+        }
+    }
+
+    static long[] setupLatencies(int proxyPort, int upPort, int n) throws IOException {
+        long[] out = new long[n];
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            try (Socket s = open(proxyPort, upPort)) {
+                s.getOutputStream().write('E');
+                if (s.getInputStream().read() != 'E') throw new IOException("echo failed");
+                out[i] = System.nanoTime() - t0;
+            }
+        }
+        Arrays.sort(out);
+        return out;
+    }
+
+    /** 'D<n>\n' -> stream n bytes then close; 'E' -> echo one byte. */
+    static final class Upstream implements AutoCloseable {
+        final ServerSocket server;
+        final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+
+        Upstream(int port) throws IOException {
+            server = new ServerSocket(port, 512, InetAddress.getByName("127.0.0.1"));
+            threads.execute(() -> {
+                while (!server.isClosed()) {
+                    try {
+                        Socket s = server.accept();
+                        s.setTcpNoDelay(true);
+                        threads.execute(() -> serve(s));
+                    } catch (IOException e) {
+                        return;
+                    }
+                }
+            });
+        }
+
+        int port() {
+            return server.getLocalPort();
+        }
+
+        private static void serve(Socket s) {
+            try (s) {
+                InputStream in = s.getInputStream();
+                int c = in.read();
+                if (c == 'E') {
+                    s.getOutputStream().write('E');
+                    s.getOutputStream().flush();
+                    in.read();
+                } else if (c == 'D') {
+                    StringBuilder sb = new StringBuilder();
+                    int b;
+                    while ((b = in.read()) != '\n' && b >= 0) sb.append((char) b);
+                    long n = Long.parseLong(sb.toString());
+                    OutputStream o = s.getOutputStream();
+                    byte[] block = new byte[256 * 1024];
+                    while (n > 0) {
+                        int k = (int) Math.min(block.length, n);
+                        o.write(block, 0, k);
+                        n -= k;
+                    }
+                    o.flush();
+                    s.shutdownOutput();
+                    in.read();
+                }
+            } catch (IOException ignored) {
+                // client went away
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            threads.shutdownNow();
+        }
+    }
+
+    private EgressBenchmark() {}
+}
