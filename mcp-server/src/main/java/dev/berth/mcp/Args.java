@@ -56,6 +56,18 @@ final class Args {
         return out;
     }
 
+    java.util.List<String> stringList(String name) throws EngineException {
+        Object v = raw.get(name);
+        if (v == null) return null;
+        if (!(v instanceof java.util.List<?> l)) throw wrongType(name, "an array of strings", v);
+        java.util.List<String> out = new java.util.ArrayList<>();
+        for (Object o : l) {
+            if (!(o instanceof String s)) throw wrongType(name + "[]", "a string", o);
+            out.add(s);
+        }
+        return out;
+    }
+
     Map<String, Object> object(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;

@@ -2,9 +2,16 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EgressSettings;
 import dev.berth.engine.EngineException;
+import dev.berth.proxy.ConfigException;
+import dev.berth.proxy.ConfigLoader;
+import dev.berth.proxy.EgressProxy;
+import dev.berth.proxy.FileAuditSink;
+import dev.berth.proxy.ProxyConfig;
 import dev.berth.engine.namespace.NamespaceDriver;
 import dev.berth.engine.spi.IsolationDriver;
+import java.nio.file.Path;
 import java.util.List;
 
 /** The isolation drivers this build offers, strongest first, and the engine built on them. */
@@ -18,6 +25,29 @@ final class Drivers {
     static Engine engine(Options opts) throws EngineException {
         EngineConfig cfg = EngineConfig.defaults(opts.home(), all(opts));
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
-        return Engine.start(cfg);
+        return Engine.start(cfg.withEgress(egress(opts)));
+    }
+
+    /**
+     * The egress proxy every workspace reaches the outside through. Without an egress config the ceiling is empty:
+     * the proxy still runs, so every refused connection comes back with the proxy's reason.
+     */
+    static EgressSettings egress(Options opts) throws EngineException {
+        ProxyConfig cfg;
+        try {
+            cfg = opts.egressConfig() == null ? ProxyConfig.builder().build() : ConfigLoader.load(opts.egressConfig());
+        } catch (ConfigException e) {
+            throw new EngineException(EngineException.Kind.INVALID_ARGUMENT, "egress config " + opts.egressConfig() + ": " + e.getMessage(), e);
+        }
+        Path auditFile = opts.home().resolve("audit").resolve("egress.jsonl");
+        FileAuditSink audit;
+        try {
+            java.nio.file.Files.createDirectories(auditFile.getParent());
+            audit = new FileAuditSink(auditFile);
+        } catch (java.io.IOException e) {
+            throw new EngineException(EngineException.Kind.UNAVAILABLE, "cannot open the egress audit log " + auditFile + ": " + e.getMessage(), e);
+        }
+        EgressProxy proxy = EgressProxy.builder(cfg).auditSink(audit).start();
+        return new EgressSettings(proxy, cfg.ceiling());
     }
 }

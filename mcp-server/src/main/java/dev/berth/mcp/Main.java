@@ -54,6 +54,7 @@ public final class Main {
                 options:
                   --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,
                                       else ~/.local/share/berth)
-                  --isolation NAME    default isolation for new workspaces (microvm, namespace)""");
+                  --isolation NAME    default isolation for new workspaces (microvm, namespace)
+                  --egress FILE       egress policy (JSON: presets, allow, limits); default: no outbound access""");
     }
 }

@@ -4,7 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 /** Command-line options shared by the subcommands. */
-record Options(Path home, String isolation) {
+record Options(Path home, String isolation, Path egressConfig) {
 
     static final class UsageException extends Exception {
         UsageException(String m) { super(m); }
@@ -13,16 +13,18 @@ record Options(Path home, String isolation) {
     static Options parse(List<String> args) throws UsageException {
         Path home = null;
         String isolation = null;
+        Path egress = null;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             switch (a) {
                 case "--home" -> home = Path.of(value(args, ++i, a));
                 case "--isolation" -> isolation = value(args, ++i, a);
+                case "--egress" -> egress = Path.of(value(args, ++i, a));
                 default -> throw new UsageException("unknown option '" + a + "'");
             }
         }
         if (home == null) home = defaultHome();
-        return new Options(home.toAbsolutePath(), isolation);
+        return new Options(home.toAbsolutePath(), isolation, egress);
     }
 
     private static String value(List<String> args, int i, String flag) throws UsageException {

@@ -27,6 +27,7 @@ final class Results {
         m.put("last_used_at", w.lastUsedAt().toString());
         m.put("from_snapshot", w.fromSnapshot());
         m.put("active_runs", w.activeRuns());
+        m.put("egress_policy", w.egressPolicy());
         return m;
     }
 
@@ -68,6 +69,14 @@ final class Results {
             x.put("path", c.path());
             x.put("change", c.change());
             x.put("reverted", c.reverted());
+            return x;
+        }).toList());
+        m.put("egress_denied", r.egressDenied().stream().map(d -> {
+            Map<String, Object> x = new LinkedHashMap<>();
+            x.put("host", d.host());
+            x.put("port", d.port());
+            x.put("reason", d.reason());
+            x.put("count", d.count());
             return x;
         }).toList());
         return m;

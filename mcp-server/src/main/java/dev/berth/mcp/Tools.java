@@ -111,7 +111,7 @@ final class Tools {
                     or(r.integer("disk_mib"), d.diskMiB()), d.maxPids());
         }
         return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
-                a.string("isolation"), resources)));
+                a.string("isolation"), resources, a.stringList("egress"))));
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
@@ -134,7 +134,8 @@ final class Tools {
             throw new EngineException(Kind.INVALID_ARGUMENT, "signal and wait_s go with process (a background process id)");
         }
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
-                a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"));
+                a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"),
+                a.stringList("egress"));
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);

@@ -6,6 +6,7 @@ import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
+import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -129,9 +130,16 @@ public final class Engine implements AutoCloseable {
             return;
         }
         String tenant = rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant();
+        Policy policy;
+        try {
+            policy = egressPolicy(rec.egress());
+        } catch (EngineException e) {
+            policy = Policy.denyAll(); // the operator's ceiling changed under it: nothing rather than too much
+        }
         Workspace ws = new Workspace(rec.id(), tenant, rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
                 rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
-                store.runtimeDir(rec.id()), WorkspaceState.PARKED);
+                store.runtimeDir(rec.id()), WorkspaceState.PARKED, rec.egress(),
+                new WorkspaceEgress(config.egress(), rec.id(), policy));
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
         workspaces.put(ws.id, ws);
         if (!rec.state().equals("parked")) store.save(ws); // it was running when the last server died
@@ -151,6 +159,7 @@ public final class Engine implements AutoCloseable {
         Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : findSnapshot(tenant, req.fromSnapshot());
         IsolationDriver driver = chooseDriver(req.isolation(), snap);
         Resources resources = req.resources() == null ? Resources.DEFAULT : validate(req.resources());
+        Policy egressPolicy = egressPolicy(req.egress());
 
         Workspace ws;
         synchronized (namesLock) {
@@ -166,7 +175,8 @@ public final class Engine implements AutoCloseable {
             checkQuota(tenant, resources, true);
             String id = newId("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
-                    store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING);
+                    store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
+                    req.egress() == null ? null : List.copyOf(req.egress()), new WorkspaceEgress(config.egress(), id, egressPolicy));
             ws.lock.lock();
             workspaces.put(id, ws);
         }
@@ -175,6 +185,7 @@ public final class Engine implements AutoCloseable {
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
             ws.sandbox = driver.start(startRequest(ws, mode));
+            ws.sandbox.agent().setTunnelHandler(ws.egress);
             ws.state = WorkspaceState.RUNNING;
             store.save(ws);
             String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
@@ -220,8 +231,16 @@ public final class Engine implements AutoCloseable {
 
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
+        Policy narrowing = req.egress() == null ? null : parsePolicy(req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            RunResult r = runner.run(ws, sandbox, req, listener);
+            WorkspaceEgress.RunEgress egress = ws.egress.begin(newId("run-"), narrowing);
+            RunResult r;
+            try {
+                r = runner.run(ws, sandbox, req, listener);
+            } finally {
+                ws.egress.end(egress);
+            }
+            r = r.withEgressDenied(egress.denials());
             if (!r.agentConfigChanges().isEmpty()) audit.agentConfig(ws, r.agentConfigChanges());
             if (!resumed) return r;
             return r.withResumed("the workspace was parked and was resumed for this run"
@@ -456,6 +475,7 @@ public final class Engine implements AutoCloseable {
         ws.state = WorkspaceState.RESUMING;
         try {
             ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
+            ws.sandbox.agent().setTunnelHandler(ws.egress);
             ws.state = WorkspaceState.RUNNING;
             ws.lastUsedAt = Instant.now();
             store.save(ws);
@@ -644,6 +664,7 @@ public final class Engine implements AutoCloseable {
 
     private void destroyAndDelete(Workspace ws) {
         ws.forgetProcesses();
+        ws.egress.forget();
         if (ws.sandbox != null) ws.sandbox.destroy();
         ws.sandbox = null;
         ws.state = WorkspaceState.CLOSED;
@@ -755,6 +776,20 @@ public final class Engine implements AutoCloseable {
         return d;
     }
 
+    /** The operator's ceiling narrowed by what was asked for (null = the whole ceiling). */
+    private Policy egressPolicy(List<String> requested) throws EngineException {
+        Policy ceiling = config.egress() == null ? Policy.denyAll() : config.egress().ceiling();
+        return requested == null ? ceiling : ceiling.narrow(parsePolicy(requested));
+    }
+
+    private static Policy parsePolicy(List<String> entries) throws EngineException {
+        try {
+            return Policy.of(entries);
+        } catch (IllegalArgumentException e) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "egress: " + e.getMessage());
+        }
+    }
+
     private static Resources validate(Resources r) throws EngineException {
         if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");
         if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");
@@ -822,6 +857,14 @@ public final class Engine implements AutoCloseable {
         if (closed) return;
         closed = true;
         idleReaper.shutdownNow();
+        try {
+            closeWorkspacesForShutdown();
+        } finally {
+            if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
+        }
+    }
+
+    private void closeWorkspacesForShutdown() {
         for (Workspace ws : List.copyOf(workspaces.values())) {
             ws.lock.lock();
             try {

@@ -19,10 +19,11 @@ import java.util.List;
  * @param idleCloseSeconds      ephemeral workspaces idle this long are closed (0 = never)
  * @param maxWorkspaces         live (not closed) workspaces at most
  * @param guard                 what happens when a run changes agent configuration files (.claude/, .mcp.json, ...)
+ * @param egress                the egress proxy and the operator's ceiling policy; null = no way out at all
  */
 public record EngineConfig(Path home, List<IsolationDriver> drivers, String defaultIsolation, String requiredIsolation,
                            int defaultTimeoutSeconds, int maxTimeoutSeconds, int maxOutputBytes,
-                           long idleParkSeconds, long idleCloseSeconds, int maxWorkspaces, GuardMode guard) {
+                           long idleParkSeconds, long idleCloseSeconds, int maxWorkspaces, GuardMode guard, EgressSettings egress) {
 
     public EngineConfig {
         drivers = List.copyOf(drivers);
@@ -30,16 +31,21 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
     }
 
     public static EngineConfig defaults(Path home, List<IsolationDriver> drivers) {
-        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, 900, 3600, 64, GuardMode.REPORT);
+        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, 900, 3600, 64, GuardMode.REPORT, null);
     }
 
     public EngineConfig withDefaultIsolation(String isolation) {
         return new EngineConfig(home, drivers, isolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard);
+                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard, egress);
     }
 
     public EngineConfig withGuard(GuardMode mode) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, mode);
+                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, mode, egress);
+    }
+
+    public EngineConfig withEgress(EgressSettings settings) {
+        return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
+                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard, settings);
     }
 }

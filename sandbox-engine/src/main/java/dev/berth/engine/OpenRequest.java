@@ -10,8 +10,15 @@ import dev.berth.engine.spi.Resources;
  * @param fromSnapshot optional snapshot id or name to fork from
  * @param isolation    optional driver name; null = the engine's default
  * @param resources    optional limits; null = defaults
+ * @param egress       optional allowlist entries ("host", "*.suffix:443,80", "preset:npm") narrowing the operator's
+ *                     ceiling for this workspace; null = the whole ceiling
  */
-public record OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources) {
+public record OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources,
+                          java.util.List<String> egress) {
+    public OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources) {
+        this(name, lifecycle, fromSnapshot, isolation, resources, null);
+    }
+
     public static OpenRequest ephemeral() { return new OpenRequest(null, "ephemeral", null, null, null); }
     public static OpenRequest persistent(String name) { return new OpenRequest(name, "persistent", null, null, null); }
 }

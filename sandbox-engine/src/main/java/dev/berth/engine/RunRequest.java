@@ -12,9 +12,15 @@ import java.util.Map;
  * @param timeoutSeconds null = default; the whole process tree is killed when it expires
  * @param stdin          optional bytes given to the command's stdin (then closed)
  * @param maxOutputBytes null = default; per stream, head and tail kept
+ * @param egress         optional allowlist entries narrowing the workspace's egress policy while this run is active
  */
 public record RunRequest(String workspace, String command, String cwd, Map<String, String> env,
-                         Integer timeoutSeconds, String stdin, Integer maxOutputBytes) {
+                         Integer timeoutSeconds, String stdin, Integer maxOutputBytes, java.util.List<String> egress) {
+    public RunRequest(String workspace, String command, String cwd, Map<String, String> env, Integer timeoutSeconds,
+                      String stdin, Integer maxOutputBytes) {
+        this(workspace, command, cwd, env, timeoutSeconds, stdin, maxOutputBytes, null);
+    }
+
     public static RunRequest of(String workspace, String command) {
         return new RunRequest(workspace, command, null, Map.of(), null, null, null);
     }

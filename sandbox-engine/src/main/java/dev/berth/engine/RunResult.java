@@ -8,13 +8,26 @@ package dev.berth.engine;
  * @param signal     the terminating signal, 0 if it exited by itself
  * @param resumed    the workspace had been parked (or its sandbox had stopped) and was started for this run
  * @param agentConfigChanges agent configuration files the run created, modified or deleted (and whether undone)
+ * @param egressDenied outbound connections refused while the run was active, with the reason
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
-                        boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges) {
+                        boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
+                        java.util.List<EgressDenial> egressDenied) {
 
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges);
+                stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
+                egressDenied);
+    }
+
+    RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
+        String n = note;
+        if (!denied.isEmpty()) {
+            String said = denied.size() + " outbound connection(s) refused by the egress policy (see egress_denied)";
+            n = n == null ? said : n + "; " + said;
+        }
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied);
     }
 }

@@ -28,7 +28,8 @@ final class Store {
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
     record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
-                           String createdAt, String lastUsedAt, String fromSnapshot, Resources resources) {}
+                           String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
+                           List<String> egress) {}
 
     /** Persisted fields of a snapshot. */
     record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
@@ -68,7 +69,7 @@ final class Store {
     void save(Workspace ws) throws IOException {
         String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
-                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources);
+                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest);
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 

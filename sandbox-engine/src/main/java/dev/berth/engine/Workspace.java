@@ -28,13 +28,18 @@ final class Workspace {
     /** Background processes by id; guarded by itself. */
     final java.util.Map<String, BackgroundProcess> processes = new java.util.LinkedHashMap<>();
 
+    /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
+    final java.util.List<String> egressRequest;
+    final WorkspaceEgress egress;
+
     WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
     volatile Instant lastUsedAt;
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
-              String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state) {
+              String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state,
+              java.util.List<String> egressRequest, WorkspaceEgress egress) {
         this.id = id;
         this.tenant = tenant;
         this.name = name;
@@ -47,6 +52,8 @@ final class Workspace {
         this.runtimeDir = runtimeDir;
         this.state = state;
         this.lastUsedAt = createdAt;
+        this.egressRequest = egressRequest;
+        this.egress = egress;
     }
 
     Path stateDir() { return dir.resolve("state"); }
@@ -63,6 +70,6 @@ final class Workspace {
 
     WorkspaceInfo info() {
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe());
     }
 }

@@ -1,0 +1,128 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.berth.engine.namespace.NamespaceDriver;
+import dev.berth.proxy.EgressProxy;
+import dev.berth.proxy.Policy;
+import dev.berth.proxy.ProxyConfig;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * From inside a real workspace: the only way out is the agent's proxy port, through the egress proxy, to what the
+ * policy names. The upstream is a real HTTP server on this machine's loopback; a test resolver maps test names to it,
+ * allowed only with the proxy's unsafe loopback setting.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class EgressEndToEndTest {
+    Path home;
+    HttpServer upstream;
+    int port;
+    Engine engine;
+    String ws;
+
+    @BeforeAll
+    void start() throws Exception {
+        upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
+        upstream.createContext("/", ex -> {
+            byte[] body = ("hello from upstream " + ex.getRequestURI()).getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(200, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        upstream.start();
+        port = upstream.getAddress().getPort();
+        home = Files.createTempDirectory("berth-egress-");
+        ProxyConfig cfg = ProxyConfig.builder()
+                .ceiling(Policy.of(List.of("allowed.test:" + port, "also.test:" + port)))
+                .unsafeAllowLoopbackUpstreams(true).build();
+        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
+            if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
+            throw new UnknownHostException(host);
+        }).start();
+        engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home)))
+                .withEgress(new EgressSettings(proxy, cfg.ceiling())));
+        ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        engine.close();
+        upstream.stop(0);
+        dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    RunResult sh(String cmd) throws EngineException {
+        return engine.run(Tenant.LOCAL, RunRequest.of(ws, cmd), OutputListener.NONE);
+    }
+
+    @Test
+    void allowedHost_plainHttpAndConnect_reachUpstream() throws Exception {
+        RunResult r = sh("curl -sS --max-time 20 http://allowed.test:" + port + "/plain");
+        assertEquals("hello from upstream /plain", r.stdout(), r.toString());
+        RunResult t = sh("curl -sS --max-time 20 --proxytunnel http://allowed.test:" + port + "/tunnel");
+        assertEquals("hello from upstream /tunnel", t.stdout(), t.toString());
+        assertEquals(List.of(), t.egressDenied());
+    }
+
+    @Test
+    void deniedHost_failsAndRunResultSaysWhy() throws Exception {
+        RunResult r = sh("curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://denied.test:" + port + "/");
+        assertEquals(1, r.egressDenied().size(), r.toString());
+        EgressDenial d = r.egressDenied().get(0);
+        assertEquals("denied.test", d.host());
+        assertEquals(port, d.port());
+        assertTrue(d.reason().contains("'denied.test' matches no allowlist entry"), d.reason());
+        assertNotEquals("200", r.stdout());
+        RunResult c = sh("curl -sS --max-time 20 --proxytunnel http://denied.test:" + port + "/");
+        assertNotEquals(0, c.exitCode());
+        assertEquals("denied.test", c.egressDenied().get(0).host());
+    }
+
+    @Test
+    void runNarrowing_cannotWidenAndNarrowsWhileActive() throws Exception {
+        RunResult narrowed = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 http://allowed.test:" + port + "/",
+                null, Map.of(), null, null, null, List.of("also.test:" + port)), OutputListener.NONE);
+        assertNotEquals("hello from upstream /", narrowed.stdout());
+        assertEquals("allowed.test", narrowed.egressDenied().get(0).host(), narrowed.toString());
+        RunResult widen = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 http://elsewhere.test:" + port + "/",
+                null, Map.of(), null, null, null, List.of("elsewhere.test:" + port)), OutputListener.NONE);
+        assertEquals("elsewhere.test", widen.egressDenied().get(0).host(), "a run must not widen the policy: " + widen);
+    }
+
+    @Test
+    void bypassAttempts_findNoRoute() throws Exception {
+        // no proxy: direct TCP to the host's loopback service, DNS, UDP, raw sockets
+        RunResult direct = sh("curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:" + port + "/ ; echo rc=$?");
+        assertTrue(direct.stdout().contains("rc=7"), "direct connection should be refused: " + direct);
+        RunResult dns = sh("python3 -c \"import socket; socket.getaddrinfo('allowed.test', 80)\" 2>&1; echo rc=$?");
+        assertTrue(dns.stdout().contains("rc=1") && dns.stdout().contains("gaierror"), "name resolution inside must fail: " + dns);
+        RunResult udp = sh("python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('8.8.8.8', 53))\" 2>&1; echo rc=$?");
+        assertTrue(udp.stdout().contains("Network is unreachable"), udp.toString());
+        RunResult raw = sh("python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\" 2>&1; echo rc=$?");
+        assertTrue(raw.stdout().contains("Operation not permitted"), raw.toString());
+    }
+
+    @Test
+    void workspaceInfo_showsEffectivePolicy() throws Exception {
+        assertEquals(List.of("allowed.test:[" + port + "]", "also.test:[" + port + "]"), engine.info(Tenant.LOCAL, ws).egressPolicy());
+        String narrow = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, null,
+                List.of("allowed.test:" + port, "github.com"))).workspace().id();
+        assertEquals(List.of("allowed.test:[" + port + "]"), engine.info(Tenant.LOCAL, narrow).egressPolicy());
+        engine.closeWorkspace(Tenant.LOCAL, narrow, true);
+    }
+}
