@@ -35,6 +35,26 @@ class ExamplesE2eTest {
         }
     }
 
+    @Test
+    void egressPolicyExample_isTheWorkspaceCeiling() throws Exception {
+        Path home = Files.createTempDirectory("berth-egress-example-");
+        try (McpBridge mcp = McpBridge.stdio(home, "--egress", EXAMPLES.resolve("egress-policy.json").toString())) {
+            mcp.connect();
+            JsonNode open = mcp.call("open_workspace", java.util.Map.of()).path("structuredContent");
+            List<String> policy = new ArrayList<>();
+            open.path("egress_policy").forEach(p -> policy.add(p.asString()));
+            assertTrue(policy.contains("registry.npmjs.org:[443]") && policy.contains("deb.debian.org:[80, 443]")
+                    && policy.contains("*.githubusercontent.com:[443]"), policy.toString());
+            JsonNode narrowed = mcp.call("open_workspace", java.util.Map.of("egress", List.of("preset:npm", "evil.example")))
+                    .path("structuredContent");
+            List<String> n = new ArrayList<>();
+            narrowed.path("egress_policy").forEach(p -> n.add(p.asString()));
+            assertTrue(n.contains("registry.npmjs.org:[443]") && n.stream().noneMatch(x -> x.contains("evil")), n.toString());
+        } finally {
+            dev.berth.engine.spi.Trees.delete(home);
+        }
+    }
+
     /** The client configs name `berth.jar stdio`; started as configured (jar path swapped in), they answer initialize. */
     @ParameterizedTest
     @ValueSource(strings = {"claude-code.mcp.json", "claude-desktop.json"})
