@@ -3,6 +3,7 @@ package dev.berth.engine;
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;
+import dev.berth.engine.EngineException.Kind;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -31,6 +32,49 @@ final class BackgroundProcess implements ExecListener {
     void attach(ExecHandle h) { this.handle = h; }
 
     ExecHandle handle() { return handle; }
+
+    /**
+     * Sends {@code signal} ("TERM", "KILL", "INT", "HUP"; null = none) to the process tree, then waits up to
+     * {@code waitSeconds} for new output or the end. Returns a note on what was done, or null.
+     */
+    String signalAndWait(String signal, int waitSeconds) throws EngineException {
+        String note = null;
+        if (signal != null) {
+            int signo = switch (signal) {
+                case "TERM" -> 15;
+                case "KILL" -> 9;
+                case "INT" -> 2;
+                case "HUP" -> 1;
+                default -> throw new EngineException(Kind.INVALID_ARGUMENT, "signal '" + signal + "' is not one of TERM, KILL, INT, HUP");
+            };
+            if (running()) {
+                try {
+                    handle().signal(signo);
+                    note = "sent SIG" + signal + " to its process tree";
+                } catch (java.io.IOException e) {
+                    throw new EngineException(Kind.UNAVAILABLE, "could not signal process '" + id + "': " + e.getMessage(), e);
+                }
+            } else {
+                note = "it had already ended";
+            }
+        }
+        if (waitSeconds > 0) {
+            long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
+            long o = out.total();
+            long e = err.total();
+            while (System.nanoTime() < deadline && running() && out.total() == o && err.total() == e) {
+                try {
+                    handle().exit().get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException ignored) {
+                    // keep waiting: new output or the end, whichever comes first
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        return note;
+    }
 
     @Override public void onStdout(byte[] data) { out.append(data); }
     @Override public void onStderr(byte[] data) { err.append(data); }

@@ -40,10 +40,7 @@ public final class Engine implements AutoCloseable {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
     private static final SecureRandom RANDOM = new SecureRandom();
     static final int MAX_PROCESSES = 32;
-    static final int MAX_FILE_READ = 8 << 20;
-    static final int MAX_FILE_WRITE = 8 << 20;
-    static final int MAX_LIST = 10_000;
-    private static final int CHUNK = 512 * 1024;
+
 
     private final EngineConfig config;
     private final Store store;
@@ -52,6 +49,7 @@ public final class Engine implements AutoCloseable {
     private final Object namesLock = new Object();
     private final Runner runner;
     private final EngineAudit audit;
+    private final SnapshotCatalog snapshotCatalog;
     private final ScheduledExecutorService idleReaper;
     private volatile boolean closed;
 
@@ -61,6 +59,7 @@ public final class Engine implements AutoCloseable {
         for (IsolationDriver d : config.drivers()) drivers.put(d.name(), d);
         this.runner = new Runner(config);
         this.audit = new EngineAudit(store.home.resolve("audit"));
+        this.snapshotCatalog = new SnapshotCatalog(store);
         this.idleReaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "berth-idle-reaper");
             t.setDaemon(true);
@@ -156,7 +155,7 @@ public final class Engine implements AutoCloseable {
         }
         String lc = req.lifecycle() == null ? "auto" : req.lifecycle();
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
-        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : findSnapshot(tenant, req.fromSnapshot());
+        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshotCatalog.find(tenant, req.fromSnapshot());
         IsolationDriver driver = chooseDriver(req.isolation(), snap);
         Resources resources = req.resources() == null ? Resources.DEFAULT : validate(req.resources());
         Policy egressPolicy = egressPolicy(req.egress());
@@ -282,41 +281,7 @@ public final class Engine implements AutoCloseable {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes are forgotten when the workspace is parked or the server restarts)");
         }
-        String note = null;
-        if (signal != null) {
-            int signo = switch (signal) {
-                case "TERM" -> 15;
-                case "KILL" -> 9;
-                case "INT" -> 2;
-                case "HUP" -> 1;
-                default -> throw new EngineException(Kind.INVALID_ARGUMENT, "signal '" + signal + "' is not one of TERM, KILL, INT, HUP");
-            };
-            if (bp.running()) {
-                try {
-                    bp.handle().signal(signo);
-                    note = "sent SIG" + signal + " to its process tree";
-                } catch (java.io.IOException e) {
-                    throw new EngineException(Kind.UNAVAILABLE, "could not signal process '" + processId + "': " + e.getMessage(), e);
-                }
-            } else {
-                note = "it had already ended";
-            }
-        }
-        if (waitSeconds > 0) {
-            long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-            long o = bp.out.total();
-            long e = bp.err.total();
-            while (System.nanoTime() < deadline && bp.running() && bp.out.total() == o && bp.err.total() == e) {
-                try {
-                    bp.handle().exit().get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
-                } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException ignored) {
-                    // keep waiting: new output or the end, whichever comes first
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
-            }
-        }
+        String note = bp.signalAndWait(signal, waitSeconds);
         ws.lastUsedAt = Instant.now();
         return bp.read(stdoutSince, stderrSince, maxBytes, note);
     }
@@ -328,100 +293,20 @@ public final class Engine implements AutoCloseable {
 
     public FileContent readFile(Tenant tenant, String ref, String path, long offset, int maxBytes) throws EngineException {
         String p = WorkspacePaths.resolve(path);
-        if (offset < 0) throw new EngineException(Kind.INVALID_ARGUMENT, "offset " + offset + " is negative");
-        if (maxBytes < 1 || maxBytes > MAX_FILE_READ) {
-            throw new EngineException(Kind.INVALID_ARGUMENT, "max_bytes " + maxBytes + " is outside 1.." + MAX_FILE_READ);
-        }
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
-            try {
-                var out = new java.io.ByteArrayOutputStream();
-                long size;
-                int mode;
-                long at = offset;
-                do {
-                    int want = Math.min(CHUNK, maxBytes - out.size());
-                    var chunk = sandbox.agent().readFile(p, at, want);
-                    size = chunk.fileSize();
-                    mode = chunk.mode();
-                    out.writeBytes(chunk.data());
-                    at += chunk.data().length;
-                    if (chunk.data().length == 0) break;
-                } while (out.size() < maxBytes && at < size);
-                return new FileContent(p, size, offset, out.toByteArray(), at < size, mode);
-            } catch (dev.berth.engine.agent.AgentException e) {
-                throw fileError("read", p, e);
-            } catch (java.io.IOException e) {
-                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
-            }
-        });
+        FileOps.checkRead(offset, maxBytes);
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.read(sandbox.agent(), p, offset, maxBytes));
     }
 
     /** Writes (or appends to) a file, creating missing parent directories. Returns the bytes written. */
     public long writeFile(Tenant tenant, String ref, String path, byte[] data, boolean append, Integer mode) throws EngineException {
         String p = WorkspacePaths.resolve(path);
-        if (data.length > MAX_FILE_WRITE) {
-            throw new EngineException(Kind.INVALID_ARGUMENT, "content is " + data.length + " bytes; the limit is " + MAX_FILE_WRITE
-                    + " per call (append in parts with append: true)");
-        }
-        int m = mode == null ? 0644 : mode;
-        if (m < 0 || m > 07777) throw new EngineException(Kind.INVALID_ARGUMENT, "mode " + Integer.toOctalString(m) + " is not a file mode");
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
-            try {
-                if (!append) return sandbox.agent().writeWholeFile(p, m, data);
-                long total = 0;
-                int off = 0;
-                do {
-                    int n = Math.min(CHUNK, data.length - off);
-                    total += sandbox.agent().writeFile(p, m, dev.berth.engine.agent.AgentClient.WRITE_APPEND
-                            | dev.berth.engine.agent.AgentClient.WRITE_MKDIRS, java.util.Arrays.copyOfRange(data, off, off + n));
-                    off += n;
-                } while (off < data.length);
-                return total;
-            } catch (dev.berth.engine.agent.AgentException e) {
-                throw fileError("write", p, e);
-            } catch (java.io.IOException e) {
-                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
-            }
-        });
+        int m = FileOps.checkWrite(data, mode);
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.write(sandbox.agent(), p, data, append, m));
     }
 
     public FileListing listFiles(Tenant tenant, String ref, String path) throws EngineException {
         String p = WorkspacePaths.resolve(path);
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
-            try {
-                var raw = new ArrayList<>(sandbox.agent().listFiles(p));
-                raw.sort(java.util.Comparator.comparing(dev.berth.engine.agent.FileEntry::name));
-                boolean truncated = raw.size() > MAX_LIST;
-                List<FileListing.Entry> entries = raw.stream().limit(MAX_LIST).map(e -> new FileListing.Entry(e.name(),
-                        switch (e.kind()) {
-                            case 'f' -> "file";
-                            case 'd' -> "dir";
-                            case 'l' -> "symlink";
-                            default -> "other";
-                        }, e.size(), e.mode() & 07777, e.mtimeSeconds())).toList();
-                return new FileListing(p, entries, truncated);
-            } catch (dev.berth.engine.agent.AgentException e) {
-                throw fileError("list", p, e);
-            } catch (java.io.IOException e) {
-                throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent: " + e.getMessage(), e);
-            }
-        });
-    }
-
-    private static EngineException fileError(String verb, String path, dev.berth.engine.agent.AgentException e) {
-        Kind k = switch (e.errno()) {
-            case 2, 20, 21, 27 -> Kind.INVALID_ARGUMENT; // ENOENT, ENOTDIR, EISDIR, EFBIG
-            case 13, 30, 1 -> Kind.ILLEGAL_STATE;        // EACCES, EROFS, EPERM
-            case 28 -> Kind.LIMIT;                       // ENOSPC
-            default -> e.errno() == 0 ? Kind.UNAVAILABLE : Kind.INTERNAL;
-        };
-        String hint = switch (e.errno()) {
-            case 2 -> "; list_files shows what exists";
-            case 30 -> "; this part of the file system is read-only (write under /workspace, /root, /tmp or /usr/local)";
-            case 28 -> "; the workspace's disk is full";
-            default -> "";
-        };
-        return new EngineException(k, "cannot " + verb + " '" + path + "': " + e.getMessage() + hint, e);
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.list(sandbox.agent(), p));
     }
 
     @FunctionalInterface
@@ -547,7 +432,7 @@ public final class Engine implements AutoCloseable {
         try {
             WorkspaceAction.check(WorkspaceAction.SNAPSHOT, ws.state, ws.label());
             synchronized (namesLock) {
-                if (name != null && snapshotByName(tenant, name).isPresent()) {
+                if (name != null && snapshotCatalog.byName(tenant, name).isPresent()) {
                     throw new EngineException(Kind.CONFLICT, "a snapshot named '" + name + "' exists already; pick another name");
                 }
             }
@@ -587,52 +472,7 @@ public final class Engine implements AutoCloseable {
     }
 
     public List<SnapshotInfo> snapshots(Tenant tenant) throws EngineException {
-        List<SnapshotInfo> out = new ArrayList<>();
-        try {
-            for (Path dir : Store.children(store.snapshots)) {
-                try {
-                    var rec = store.loadSnapshot(dir);
-                    if (owned(tenant, rec)) out.add(rec.info());
-                } catch (IOException e) {
-                    LOG.log(System.Logger.Level.WARNING, "skipping unreadable snapshot " + dir + ": " + e.getMessage());
-                }
-            }
-        } catch (IOException e) {
-            throw new EngineException(Kind.INTERNAL, "cannot list snapshots: " + e.getMessage(), e);
-        }
-        return out;
-    }
-
-    private static boolean owned(Tenant tenant, Store.SnapshotRecord rec) {
-        return tenant.id().equals(rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant());
-    }
-
-    private Optional<Store.SnapshotRecord> snapshotByName(Tenant tenant, String name) throws EngineException {
-        try {
-            for (Path dir : Store.children(store.snapshots)) {
-                try {
-                    var rec = store.loadSnapshot(dir);
-                    if (rec.name().equals(name) && owned(tenant, rec)) return Optional.of(rec);
-                } catch (IOException ignored) { }
-            }
-        } catch (IOException e) {
-            throw new EngineException(Kind.INTERNAL, "cannot list snapshots: " + e.getMessage(), e);
-        }
-        return Optional.empty();
-    }
-
-    private Store.SnapshotRecord findSnapshot(Tenant tenant, String ref) throws EngineException {
-        Path dir = store.snapshotDir(ref);
-        if (ref.startsWith("snap-") && NAME.matcher(ref).matches() && Files.isDirectory(dir)) {
-            try {
-                var rec = store.loadSnapshot(dir);
-                if (owned(tenant, rec)) return rec;
-            } catch (IOException e) {
-                throw new EngineException(Kind.INTERNAL, "snapshot '" + ref + "' cannot be read: " + e.getMessage(), e);
-            }
-        }
-        return snapshotByName(tenant, ref).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "no snapshot '" + ref
-                + "'; list_workspaces shows the snapshots that exist"));
+        return snapshotCatalog.list(tenant);
     }
 
     // ---------------------------------------------------------------- close
