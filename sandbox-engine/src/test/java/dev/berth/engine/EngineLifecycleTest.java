@@ -125,6 +125,26 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void sandboxKilled_midRun_clearErrorAndNextRunRestartsIt() throws Exception {
+        String id = engine.open(A, OpenRequest.persistent("fragile")).workspace().id();
+        sh(A, id, "echo kept > f");
+        long pid = engine.sandboxFor(A, id).hostPid();
+        Thread killer = Thread.ofVirtual().start(() -> {
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException ignored) { }
+            ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        });
+        var e = assertThrows(EngineException.class, () -> sh(A, id, "sleep 30"));
+        killer.join();
+        assertEquals(EngineException.Kind.UNAVAILABLE, e.kind());
+        assertTrue(e.getMessage().contains("lost contact with the workspace's agent"), e.getMessage());
+        RunResult r = engine.run(A, RunRequest.of(id, "cat f"), OutputListener.NONE);
+        assertEquals("kept\n", r.stdout());
+        assertTrue(r.resumed(), "the next run should restart the sandbox and say so");
+    }
+
+    @Test
     void run_whileParkRequested_parkRefusedWithRunCount() throws Exception {
         String id = engine.open(A, OpenRequest.ephemeral()).workspace().id();
         Thread t = Thread.ofVirtual().start(() -> {
