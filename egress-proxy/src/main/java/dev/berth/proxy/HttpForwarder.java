@@ -107,11 +107,10 @@ final class HttpForwarder {
             return;
         }
         upstream.write(b.content(), upstream.voidPromise());
-        if (b.last()) upstream.flush();
-        if (!upstream.isWritable()) {
-            upstream.flush();
-            ctx.channel().config().setAutoRead(false);
-        }
+        if (b.last() || !upstream.isWritable()) upstream.flush();
+        // Decide from the state *after* the flush: the flush may already have drained the buffer
+        // and fired the writability event, and a stale "false" here would stall the body forever.
+        if (!upstream.isWritable()) ctx.channel().config().setAutoRead(false);
     }
 
     private void deny(int status, String reason) {
@@ -274,7 +273,7 @@ final class HttpForwarder {
     }
 
     void upstreamWritabilityChanged() {
-        if (forwarding && upstream.isWritable()) ctx.channel().config().setAutoRead(true);
+        if (forwarding && upstream != null && upstream.isWritable()) ctx.channel().config().setAutoRead(true);
     }
 
     void clientClosed() {

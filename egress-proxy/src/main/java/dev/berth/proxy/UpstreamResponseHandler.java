@@ -111,6 +111,11 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         int code = r.status().code();
         boolean bodyless = expectHead || code == 204 || code == 304;
         stripHopByHop(h);
+        if (chunked && fwd.head.version.equals("HTTP/1.0")) {
+            // HTTP/1.0 clients do not understand chunked: send the decoded body, delimit by close.
+            h.remove(HttpHeaderNames.TRANSFER_ENCODING);
+            fwd.closeAfter = true;
+        }
         if (!chunked && !hasLength && !bodyless) {
             // Read-until-close body: re-frame as chunked for HTTP/1.1 clients, otherwise close.
             reusable = false;

@@ -75,6 +75,18 @@ final class Upstreams {
         Http() throws IOException {
             server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
             server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+            server.createContext("/big", ex -> {
+                // /big?n=BYTES: a large response; chunked (length 0) when ?chunked is present.
+                String q = ex.getRequestURI().getQuery();
+                long n = Long.parseLong(q.replaceAll(".*n=(\\d+).*", "$1"));
+                ex.getRequestBody().readAllBytes();
+                ex.sendResponseHeaders(200, q.contains("chunked") ? 0 : n);
+                byte[] block = new byte[64 * 1024];
+                java.util.Arrays.fill(block, (byte) 'z');
+                try (var out = ex.getResponseBody()) {
+                    for (long left = n; left > 0; left -= block.length) out.write(block, 0, (int) Math.min(block.length, left));
+                }
+            });
             server.createContext("/", ex -> {
                 seenHeaders.add(Map.copyOf(ex.getRequestHeaders()));
                 seenPaths.add(ex.getRequestURI().toString());
