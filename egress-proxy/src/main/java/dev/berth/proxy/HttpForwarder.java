@@ -181,7 +181,6 @@ final class HttpForwarder {
                 failBeforeResponse(502, why);
                 return;
             }
-            f.channel().config().setAutoRead(true);
             send(v);
         }));
     }
@@ -202,6 +201,7 @@ final class HttpForwarder {
         for (RequestHead.Body b : pending) write(b);
         pending.clear();
         upstream.flush();
+        upstreamHandler.resume(); // response reads are requested batch by batch
         if (upstream.isWritable()) ctx.channel().config().setAutoRead(true);
     }
 
@@ -269,7 +269,7 @@ final class HttpForwarder {
     }
 
     void clientWritabilityChanged() {
-        if (upstream != null && upstream.isActive()) upstream.config().setAutoRead(session.clientWritable());
+        if (upstreamHandler != null && upstreamHandler.paused()) upstreamHandler.resume();
     }
 
     void upstreamWritabilityChanged() {

@@ -42,6 +42,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private CompositeByteBuf gateBuf;
     private ScheduledFuture<?> gateTimer;
     private ChannelHandlerContext ctx;
+    private boolean paused;
 
     Relay(Session session, Session.Exchange ex, Channel peer, boolean fromClient, State state, String sniHost, String allowReason) {
         this.session = session;
@@ -154,7 +155,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (gateTimer != null) gateTimer.cancel(false);
         forward(pending);
         peer.flush();
-        peer.config().setAutoRead(true);
+        if (state.upstreamSide != null) state.upstreamSide.resume(); // upstream may now speak
     }
 
     private void deny(String reason) {
@@ -176,10 +177,32 @@ final class Relay extends ChannelInboundHandlerAdapter {
         ctx.channel().close();
     }
 
+    /**
+     * Reads are requested explicitly, one batch at a time (autoRead stays off). In attach mode
+     * the upstream's I/O loop differs from the loop running this handler, so "turn autoRead off
+     * when the peer is full" would react only after the I/O loop had already read ahead by an
+     * unbounded amount; requesting the next batch only after this one was handed on bounds the
+     * in-flight data to one read batch.
+     */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         peer.flush();
-        if (!peerWritable()) ctx.channel().config().setAutoRead(false);
+        if (sniHost != null || peerWritable()) {
+            ctx.channel().read();
+        } else {
+            paused = true;
+        }
+    }
+
+    /** Start or resume reading our channel if the peer can take data. */
+    void resume() {
+        if (ctx == null) return;
+        // The upstream stays unread until the client's ClientHello has passed the SNI gate.
+        if (!fromClient && state.clientSide != null && state.clientSide.sniHost != null) return;
+        if (peerWritable()) {
+            paused = false;
+            ctx.channel().read();
+        }
     }
 
     private boolean peerWritable() {
@@ -195,9 +218,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
 
     private void resumeOther() {
         Relay other = fromClient ? state.upstreamSide : state.clientSide;
-        if (other != null && other.sniHost == null && other.peerWritable() && other.ctx != null) {
-            other.ctx.channel().config().setAutoRead(true);
-        }
+        if (other != null && other.paused) other.resume();
     }
 
     @Override
@@ -219,7 +240,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         } else if (evt instanceof Downstream.Writability) {
             // Engine back-pressure on the attach client: re-evaluate the upstream reader.
             Relay other = state.upstreamSide;
-            if (other != null && other.ctx != null) other.ctx.channel().config().setAutoRead(other.peerWritable());
+            if (other != null && other.paused) other.resume();
         } else {
             ctx.fireUserEventTriggered(evt);
         }

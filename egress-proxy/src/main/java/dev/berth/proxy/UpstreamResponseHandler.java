@@ -149,10 +149,38 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         proxyHeaders.forEach(h::remove);
     }
 
+    private boolean paused;
+    private ChannelHandlerContext ctx;
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+    }
+
+    /**
+     * Explicit one-batch-at-a-time reads (autoRead off), for the same reason as in {@link Relay}:
+     * in attach mode this handler runs on the client's loop while the socket is read on another.
+     */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         fwd.client().flush();
-        if (!fwd.session.clientWritable()) ctx.channel().config().setAutoRead(false);
+        if (fwd.session.clientWritable()) {
+            ctx.channel().read();
+        } else {
+            paused = true;
+        }
+    }
+
+    /** Request the next read batch if the client can take it. */
+    void resume() {
+        if (ctx != null && fwd.session.clientWritable()) {
+            paused = false;
+            ctx.channel().read();
+        }
+    }
+
+    boolean paused() {
+        return paused;
     }
 
     @Override

@@ -39,7 +39,12 @@ final class Upstreams {
                 try {
                     Socket s = server.accept();
                     accepted.add((InetSocketAddress) s.getLocalSocketAddress());
-                    threads.execute(() -> echo(s));
+                    try {
+                        threads.execute(() -> echo(s));
+                    } catch (java.util.concurrent.RejectedExecutionException closing) {
+                        s.close();
+                        return;
+                    }
                 } catch (IOException e) {
                     return;
                 }
