@@ -43,6 +43,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> gateTimer;
     private ChannelHandlerContext ctx;
     private boolean paused;
+    private boolean explicitReads;
 
     Relay(Session session, Session.Exchange ex, Channel peer, boolean fromClient, State state, String sniHost, String allowReason) {
         this.session = session;
@@ -57,6 +58,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
         if (sniHost != null) {
             gateBuf = ctx.alloc().compositeBuffer();
             long ms = session.config().headerTimeout().toMillis();
@@ -178,19 +180,22 @@ final class Relay extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Reads are requested explicitly, one batch at a time (autoRead stays off). In attach mode
-     * the upstream's I/O loop differs from the loop running this handler, so "turn autoRead off
-     * when the peer is full" would react only after the I/O loop had already read ahead by an
-     * unbounded amount; requesting the next batch only after this one was handed on bounds the
-     * in-flight data to one read batch.
+     * Flow control. When this handler runs on its channel's own loop, autoRead is used and
+     * switched off in channelReadComplete if the peer is full: that runs right after the batch,
+     * so read-ahead is one batch. When it runs on another loop (attach mode: the upstream socket
+     * is read on a NIO loop, this handler on the client's loop), switching autoRead off would only
+     * take effect after the I/O loop had read ahead by an unbounded amount (a test saw 13 MB), so
+     * reads are then requested explicitly, one batch at a time. Explicit reads add an interest-op
+     * change per batch, so they are only used where autoRead cannot bound the read-ahead.
      */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         peer.flush();
         if (sniHost != null || peerWritable()) {
-            ctx.channel().read();
+            if (explicitReads) ctx.channel().read();
         } else {
             paused = true;
+            if (!explicitReads) ctx.channel().config().setAutoRead(false);
         }
     }
 
@@ -201,7 +206,11 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (!fromClient && state.clientSide != null && state.clientSide.sniHost != null) return;
         if (peerWritable()) {
             paused = false;
-            ctx.channel().read();
+            if (explicitReads) {
+                ctx.channel().read();
+            } else {
+                ctx.channel().config().setAutoRead(true);
+            }
         }
     }
 

@@ -150,32 +150,36 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     }
 
     private boolean paused;
+    private boolean explicitReads;
     private ChannelHandlerContext ctx;
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
     }
 
-    /**
-     * Explicit one-batch-at-a-time reads (autoRead off), for the same reason as in {@link Relay}:
-     * in attach mode this handler runs on the client's loop while the socket is read on another.
-     */
+    /** Same flow control as {@link Relay}: autoRead on the same loop, explicit reads across loops. */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         fwd.client().flush();
         if (fwd.session.clientWritable()) {
-            ctx.channel().read();
+            if (explicitReads) ctx.channel().read();
         } else {
             paused = true;
+            if (!explicitReads) ctx.channel().config().setAutoRead(false);
         }
     }
 
-    /** Request the next read batch if the client can take it. */
+    /** Start or resume reading the upstream if the client can take it. */
     void resume() {
         if (ctx != null && fwd.session.clientWritable()) {
             paused = false;
-            ctx.channel().read();
+            if (explicitReads) {
+                ctx.channel().read();
+            } else {
+                ctx.channel().config().setAutoRead(true);
+            }
         }
     }
 
