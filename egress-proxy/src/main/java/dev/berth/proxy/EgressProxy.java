@@ -46,6 +46,7 @@ public final class EgressProxy implements AutoCloseable {
     private final Channel localServer;
     private final LocalAddress localAddress;
     private final AtomicLong ids = new AtomicLong();
+
     private final String instance = UUID.randomUUID().toString().substring(0, 8);
 
     private EgressProxy(Builder b) {
@@ -94,6 +95,7 @@ public final class EgressProxy implements AutoCloseable {
         AttachedConnection conn = new AttachedConnection(nextId(), toClient);
         ChannelFuture cf = new Bootstrap().group(localGroup).channel(LocalChannel.class).handler(conn).connect(localAddress);
         conn.bind(cf.channel());
+        shared.track(cf.channel());
         cf.addListener(f -> conn.connected(f.isSuccess(), f.cause()));
         // Same ordered queue as the engine's writes: the Attach signal is always the first message.
         conn.send(new Downstream.Attach(context, conn));
@@ -133,6 +135,7 @@ public final class EgressProxy implements AutoCloseable {
     private void install(ChannelPipeline p, Session s) {
         ProxyConfig c = shared.config();
         s.client = p.channel();
+        shared.track(p.channel());
         RequestDecoder decoder = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
         p.addLast("idle", new IdleStateHandler(0, 0, c.idleTimeout().toMillis(), TimeUnit.MILLISECONDS));
         p.addLast("decoder", decoder);
@@ -151,6 +154,9 @@ public final class EgressProxy implements AutoCloseable {
 
     @Override
     public void close() {
+        // Close connections while all loops still run: a LocalChannel close schedules work on its
+        // peer's loop, which must not be terminated yet.
+        shared.closeAll();
         localServer.close().syncUninterruptibly();
         localGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         nioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();

@@ -107,11 +107,10 @@ final class HttpForwarder {
             return;
         }
         upstream.write(b.content(), upstream.voidPromise());
-        if (b.last()) upstream.flush();
-        if (!upstream.isWritable()) {
-            upstream.flush();
-            ctx.channel().config().setAutoRead(false);
-        }
+        if (b.last() || !upstream.isWritable()) upstream.flush();
+        // Decide from the state *after* the flush: the flush may already have drained the buffer
+        // and fired the writability event, and a stale "false" here would stall the body forever.
+        if (!upstream.isWritable()) ctx.channel().config().setAutoRead(false);
     }
 
     private void deny(int status, String reason) {
@@ -182,7 +181,6 @@ final class HttpForwarder {
                 failBeforeResponse(502, why);
                 return;
             }
-            f.channel().config().setAutoRead(true);
             send(v);
         }));
     }
@@ -203,6 +201,7 @@ final class HttpForwarder {
         for (RequestHead.Body b : pending) write(b);
         pending.clear();
         upstream.flush();
+        upstreamHandler.resume(); // response reads are requested batch by batch
         if (upstream.isWritable()) ctx.channel().config().setAutoRead(true);
     }
 
@@ -270,11 +269,11 @@ final class HttpForwarder {
     }
 
     void clientWritabilityChanged() {
-        if (upstream != null && upstream.isActive()) upstream.config().setAutoRead(session.clientWritable());
+        if (upstreamHandler != null && upstreamHandler.paused()) upstreamHandler.resume();
     }
 
     void upstreamWritabilityChanged() {
-        if (forwarding && upstream.isWritable()) ctx.channel().config().setAutoRead(true);
+        if (forwarding && upstream != null && upstream.isWritable()) ctx.channel().config().setAutoRead(true);
     }
 
     void clientClosed() {

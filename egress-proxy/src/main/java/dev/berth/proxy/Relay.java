@@ -42,6 +42,8 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private CompositeByteBuf gateBuf;
     private ScheduledFuture<?> gateTimer;
     private ChannelHandlerContext ctx;
+    private boolean paused;
+    private boolean explicitReads;
 
     Relay(Session session, Session.Exchange ex, Channel peer, boolean fromClient, State state, String sniHost, String allowReason) {
         this.session = session;
@@ -56,6 +58,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
         if (sniHost != null) {
             gateBuf = ctx.alloc().compositeBuffer();
             long ms = session.config().headerTimeout().toMillis();
@@ -154,7 +157,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (gateTimer != null) gateTimer.cancel(false);
         forward(pending);
         peer.flush();
-        peer.config().setAutoRead(true);
+        if (state.upstreamSide != null) state.upstreamSide.resume(); // upstream may now speak
     }
 
     private void deny(String reason) {
@@ -176,10 +179,39 @@ final class Relay extends ChannelInboundHandlerAdapter {
         ctx.channel().close();
     }
 
+    /**
+     * Flow control. When this handler runs on its channel's own loop, autoRead is used and
+     * switched off in channelReadComplete if the peer is full: that runs right after the batch,
+     * so read-ahead is one batch. When it runs on another loop (attach mode: the upstream socket
+     * is read on a NIO loop, this handler on the client's loop), switching autoRead off would only
+     * take effect after the I/O loop had read ahead by an unbounded amount (a test saw 13 MB), so
+     * reads are then requested explicitly, one batch at a time. Explicit reads add an interest-op
+     * change per batch, so they are only used where autoRead cannot bound the read-ahead.
+     */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         peer.flush();
-        if (!peerWritable()) ctx.channel().config().setAutoRead(false);
+        if (sniHost != null || peerWritable()) {
+            if (explicitReads) ctx.channel().read();
+        } else {
+            paused = true;
+            if (!explicitReads) ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    /** Start or resume reading our channel if the peer can take data. */
+    void resume() {
+        if (ctx == null) return;
+        // The upstream stays unread until the client's ClientHello has passed the SNI gate.
+        if (!fromClient && state.clientSide != null && state.clientSide.sniHost != null) return;
+        if (peerWritable()) {
+            paused = false;
+            if (explicitReads) {
+                ctx.channel().read();
+            } else {
+                ctx.channel().config().setAutoRead(true);
+            }
+        }
     }
 
     private boolean peerWritable() {
@@ -195,9 +227,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
 
     private void resumeOther() {
         Relay other = fromClient ? state.upstreamSide : state.clientSide;
-        if (other != null && other.sniHost == null && other.peerWritable() && other.ctx != null) {
-            other.ctx.channel().config().setAutoRead(true);
-        }
+        if (other != null && other.paused) other.resume();
     }
 
     @Override
@@ -219,7 +249,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         } else if (evt instanceof Downstream.Writability) {
             // Engine back-pressure on the attach client: re-evaluate the upstream reader.
             Relay other = state.upstreamSide;
-            if (other != null && other.ctx != null) other.ctx.channel().config().setAutoRead(other.peerWritable());
+            if (other != null && other.paused) other.resume();
         } else {
             ctx.fireUserEventTriggered(evt);
         }

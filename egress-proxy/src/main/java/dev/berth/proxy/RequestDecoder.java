@@ -56,7 +56,9 @@ final class RequestDecoder extends ByteToMessageDecoder {
         if (state != State.PAUSED) return;
         state = State.HEAD;
         requestSeq++;
-        armHeadTimer(ctx);
+        // Between keep-alive requests only the idle timeout applies; the head timer starts with
+        // the first byte of the next request (so an idle pooled connection is not sent a 408).
+        cancelTimer();
         ByteBuf buffered = internalBuffer();
         if (buffered.isReadable()) {
             ctx.channel().pipeline().fireChannelRead(ctx.alloc().buffer(0));
@@ -89,7 +91,10 @@ final class RequestDecoder extends ByteToMessageDecoder {
         switch (state) {
             case PAUSED -> { }
             case FAILED -> in.skipBytes(in.readableBytes());
-            case HEAD -> decodeHead(ctx, in, out);
+            case HEAD -> {
+                if (headTimer == null && in.isReadable()) armHeadTimer(ctx);
+                decodeHead(ctx, in, out);
+            }
             case FIXED -> {
                 int n = (int) Math.min(remaining, in.readableBytes());
                 if (n == 0) return;

@@ -73,7 +73,13 @@ final class Session {
                 .option(ChannelOption.AUTO_READ, false)
                 .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
                 .option(ChannelOption.TCP_NODELAY, true)
-                .handler(init);
+                .handler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        shared.track(ch);
+                        ch.pipeline().addLast(init);
+                    }
+                });
     }
 
     /** One audited unit. {@link #finish} writes the audit record exactly once. */

@@ -16,6 +16,17 @@ final class Shared {
     private final EventLoopGroup nioGroup;
     private final ForwardHook forwardHook;
     private final ConcurrentMap<String, WorkspaceUsage> usage = new ConcurrentHashMap<>();
+    /** All client and upstream channels, so shutdown can close them while every loop still runs. */
+    private final io.netty.channel.group.ChannelGroup channels =
+            new io.netty.channel.group.DefaultChannelGroup("egress", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
+
+    void track(Channel ch) {
+        channels.add(ch);
+    }
+
+    void closeAll() {
+        channels.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
+    }
 
     Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, ForwardHook forwardHook) {
         this.config = config;

@@ -137,8 +137,9 @@ final class TunnelStarter {
                     // Removing the decoder forwards any bytes it already buffered (e.g. an eagerly
                     // sent ClientHello) to the relay, in order.
                     p.remove(decoder);
-                    client.config().setAutoRead(true);
-                    if (!tls) upstream.config().setAutoRead(true);
+                    // autoRead stays off on both sides; Relay requests each read batch itself.
+                    up.resume();
+                    if (!tls) down.resume();
                 });
     }
 }

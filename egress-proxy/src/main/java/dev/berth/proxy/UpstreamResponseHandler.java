@@ -111,6 +111,11 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         int code = r.status().code();
         boolean bodyless = expectHead || code == 204 || code == 304;
         stripHopByHop(h);
+        if (chunked && fwd.head.version.equals("HTTP/1.0")) {
+            // HTTP/1.0 clients do not understand chunked: send the decoded body, delimit by close.
+            h.remove(HttpHeaderNames.TRANSFER_ENCODING);
+            fwd.closeAfter = true;
+        }
         if (!chunked && !hasLength && !bodyless) {
             // Read-until-close body: re-frame as chunked for HTTP/1.1 clients, otherwise close.
             reusable = false;
@@ -144,10 +149,42 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         proxyHeaders.forEach(h::remove);
     }
 
+    private boolean paused;
+    private boolean explicitReads;
+    private ChannelHandlerContext ctx;
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
+    }
+
+    /** Same flow control as {@link Relay}: autoRead on the same loop, explicit reads across loops. */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         fwd.client().flush();
-        if (!fwd.session.clientWritable()) ctx.channel().config().setAutoRead(false);
+        if (fwd.session.clientWritable()) {
+            if (explicitReads) ctx.channel().read();
+        } else {
+            paused = true;
+            if (!explicitReads) ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    /** Start or resume reading the upstream if the client can take it. */
+    void resume() {
+        if (ctx != null && fwd.session.clientWritable()) {
+            paused = false;
+            if (explicitReads) {
+                ctx.channel().read();
+            } else {
+                ctx.channel().config().setAutoRead(true);
+            }
+        }
+    }
+
+    boolean paused() {
+        return paused;
     }
 
     @Override

@@ -101,7 +101,7 @@ class AttachBackPressureTest {
                 long stalledAt = delivered.get();
                 Thread.sleep(500);
                 assertEquals(stalledAt, delivered.get(), "nothing delivered while the engine is not writable");
-                assertTrue(stalledAt < 8L << 20, "bounded in-flight data, got " + stalledAt);
+                assertTrue(stalledAt < 4L << 20, "bounded in-flight data, got " + stalledAt);
                 assertTrue(upstreamSent.get() < 64L << 20, "upstream is blocked by TCP flow control, sent " + upstreamSent.get());
                 c.clientWritable(true);
                 long deadline = System.nanoTime() + 5_000_000_000L;

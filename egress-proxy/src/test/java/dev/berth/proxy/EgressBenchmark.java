@@ -56,11 +56,19 @@ public final class EgressBenchmark {
                     download(e.getValue(), up.port(), 64L << 20);
                     setupLatencies(e.getValue(), up.port(), 200);
                 }
+                EgressContext attachCtx = new EgressContext("bench-attach", null, allow, null);
+                AttachClient.download(proxy, attachCtx, up.port(), 64L << 20);
+                AttachClient.setupLatencies(proxy, attachCtx, up.port(), 200);
                 Map<String, double[]> results = new LinkedHashMap<>();
                 for (var e : paths.entrySet()) {
                     double mibs = download(e.getValue(), up.port(), bytes);
                     long[] lat = setupLatencies(e.getValue(), up.port(), connects);
                     results.put(e.getKey(), new double[] {mibs, pct(lat, 50), pct(lat, 99)});
+                    if (e.getKey().equals("berth")) {
+                        double am = AttachClient.download(proxy, attachCtx, up.port(), bytes);
+                        long[] al = AttachClient.setupLatencies(proxy, attachCtx, up.port(), connects);
+                        results.put("attach", new double[] {am, pct(al, 50), pct(al, 99)});
+                    }
                 }
                 double[] base = results.get("direct");
                 System.out.printf("%-8s %12s %9s %12s %9s %12s %9s%n", "path", "MiB/s", "x direct", "p50 setup", "x direct", "p99 setup", "x direct");
@@ -137,6 +145,74 @@ public final class EgressBenchmark {
         }
         Arrays.sort(out);
         return out;
+    }
+
+    /**
+     * Drives the in-JVM attach API the way the engine would (no guest socket): bytes are handed to
+     * {@link ProxyConnection#write} and counted in the {@link ClientSink}. Measures the proxy's own
+     * cost on the production path; the engine's socket to the guest is not included.
+     */
+    static final class AttachClient implements ClientSink {
+        private final java.io.ByteArrayOutputStream head = new java.io.ByteArrayOutputStream();
+        private final java.util.concurrent.CountDownLatch established = new java.util.concurrent.CountDownLatch(1);
+        private volatile boolean open;
+        private final java.util.concurrent.atomic.AtomicLong body = new java.util.concurrent.atomic.AtomicLong();
+        private volatile long target = Long.MAX_VALUE;
+        private final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+
+        @Override
+        public void write(java.nio.ByteBuffer b) {
+            if (!open) {
+                byte[] a = new byte[b.remaining()];
+                b.get(a);
+                head.writeBytes(a);
+                if (head.toString(StandardCharsets.ISO_8859_1).contains("\r\n\r\n")) {
+                    open = true;
+                    established.countDown();
+                }
+                return;
+            }
+            if (body.addAndGet(b.remaining()) >= target) done.countDown();
+        }
+
+        @Override public void shutdownOutput() { done.countDown(); }
+        @Override public void reset(String reason) { done.countDown(); established.countDown(); }
+
+        static ProxyConnection open(EgressProxy proxy, EgressContext ctx, int upPort, AttachClient c) throws Exception {
+            ProxyConnection conn = proxy.attach(ctx, c);
+            conn.write(java.nio.ByteBuffer.wrap(("CONNECT " + HOST + ":" + upPort + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
+            if (!c.established.await(10, java.util.concurrent.TimeUnit.SECONDS) || !c.open) throw new IOException("attach CONNECT failed");
+            return conn;
+        }
+
+        static double download(EgressProxy proxy, EgressContext ctx, int upPort, long bytes) throws Exception {
+            AttachClient c = new AttachClient();
+            ProxyConnection conn = open(proxy, ctx, upPort, c);
+            c.target = bytes;
+            long t0 = System.nanoTime();
+            conn.write(java.nio.ByteBuffer.wrap(('D' + Long.toString(bytes) + "\n").getBytes(StandardCharsets.US_ASCII)));
+            c.done.await();
+            long t1 = System.nanoTime();
+            conn.abort("benchmark done");
+            if (c.body.get() != bytes) throw new IOException("attach short transfer " + c.body.get());
+            return (bytes / 1048576.0) / ((t1 - t0) / 1e9);
+        }
+
+        static long[] setupLatencies(EgressProxy proxy, EgressContext ctx, int upPort, int n) throws Exception {
+            long[] out = new long[n];
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                AttachClient c = new AttachClient();
+                ProxyConnection conn = open(proxy, ctx, upPort, c);
+                c.target = 1;
+                conn.write(java.nio.ByteBuffer.wrap(new byte[] {'E'}));
+                c.done.await();
+                out[i] = System.nanoTime() - t0;
+                conn.abort("benchmark done");
+            }
+            Arrays.sort(out);
+            return out;
+        }
     }
 
     /** 'D<n>\n' -> stream n bytes then close; 'E' -> echo one byte. */

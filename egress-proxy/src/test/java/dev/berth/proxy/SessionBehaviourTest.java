@@ -93,6 +93,20 @@ class SessionBehaviourTest {
     }
 
     @Test
+    void keepAlive_idleLongerThanHeaderTimeout_nextRequestStillServed() throws Exception {
+        try (Harness h = new Harness(b -> b.headerTimeout(Duration.ofMillis(300)))) {
+            String req = "GET http://allowed.test:" + h.http.port() + "/k HTTP/1.1\r\nHost: allowed.test:" + h.http.port() + "\r\n\r\n";
+            try (Socket s = h.connect()) {
+                Harness.write(s, req);
+                assertEquals(200, Harness.Response.read(s.getInputStream()).status());
+                Thread.sleep(700);
+                Harness.write(s, req);
+                assertEquals(200, Harness.Response.read(s.getInputStream()).status(), "idle keep-alive is governed by idleTimeout only");
+            }
+        }
+    }
+
+    @Test
     void slowTls_clientHelloNeverSent_tunnelClosedAfterHeaderTimeout() throws Exception {
         try (Harness h = new Harness(b -> b.headerTimeout(Duration.ofMillis(300)))) {
             try (Socket s = h.connect()) {

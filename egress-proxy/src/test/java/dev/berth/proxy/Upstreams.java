@@ -39,7 +39,12 @@ final class Upstreams {
                 try {
                     Socket s = server.accept();
                     accepted.add((InetSocketAddress) s.getLocalSocketAddress());
-                    threads.execute(() -> echo(s));
+                    try {
+                        threads.execute(() -> echo(s));
+                    } catch (java.util.concurrent.RejectedExecutionException closing) {
+                        s.close();
+                        return;
+                    }
                 } catch (IOException e) {
                     return;
                 }
@@ -75,6 +80,18 @@ final class Upstreams {
         Http() throws IOException {
             server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
             server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+            server.createContext("/big", ex -> {
+                // /big?n=BYTES: a large response; chunked (length 0) when ?chunked is present.
+                String q = ex.getRequestURI().getQuery();
+                long n = Long.parseLong(q.replaceAll(".*n=(\\d+).*", "$1"));
+                ex.getRequestBody().readAllBytes();
+                ex.sendResponseHeaders(200, q.contains("chunked") ? 0 : n);
+                byte[] block = new byte[64 * 1024];
+                java.util.Arrays.fill(block, (byte) 'z');
+                try (var out = ex.getResponseBody()) {
+                    for (long left = n; left > 0; left -= block.length) out.write(block, 0, (int) Math.min(block.length, left));
+                }
+            });
             server.createContext("/", ex -> {
                 seenHeaders.add(Map.copyOf(ex.getRequestHeaders()));
                 seenPaths.add(ex.getRequestURI().toString());
