@@ -9,7 +9,11 @@ import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpServerTransportProvider;
+import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.server.McpSyncServerExchange;
 import java.time.Duration;
+import java.util.List;
+import java.util.function.Function;
 import tools.jackson.databind.json.JsonMapper;
 
 /** Builds the MCP server over an engine and a transport: tools from the catalog, inputs validated by the SDK. */
@@ -29,8 +33,25 @@ final class BerthServer {
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
-        Tools tools = new Tools(engine, JSON, exchange -> Tenant.LOCAL);
-        return McpServer.sync(transport)
+        return build(McpServer.sync(transport), engine, exchange -> Tenant.LOCAL, exchange -> null, new Cancellations());
+    }
+
+    /**
+     * A server on any transport.
+     *
+     * @param tenants       who a call is made for
+     * @param callKeys      the cancellation key of a call (null: the transport cannot cancel it)
+     * @param cancellations where the transport's cancellation notifications are delivered
+     */
+    static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
+                               Function<McpSyncServerExchange, String> callKeys, Cancellations cancellations) {
+        Tools tools = new Tools(engine, JSON, tenants);
+        List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
+                .map(s -> SyncToolSpecification.builder().tool(s.tool())
+                        .callHandler((ex, req) -> cancellations.run(callKeys.apply(ex), () -> s.callHandler().apply(ex, req)))
+                        .build())
+                .toList();
+        return spec
                 .serverInfo(NAME, VERSION)
                 .instructions(INSTRUCTIONS)
                 .jsonMapper(JSON)
@@ -38,7 +59,7 @@ final class BerthServer {
                 .validateToolInputs(true)
                 // a run may take up to its own timeout (max 3600 s); the SDK must not give up before it does
                 .requestTimeout(Duration.ofSeconds(3700))
-                .tools(tools.specifications(ToolCatalog.load()))
+                .tools(specs)
                 .build();
     }
 }
