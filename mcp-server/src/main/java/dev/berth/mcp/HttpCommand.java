@@ -63,6 +63,7 @@ final class HttpCommand {
             sseServer.closeGracefully();
             http.close();
             engine.close();
+            System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             stopped.countDown();
         }, "berth-shutdown"));
         try {

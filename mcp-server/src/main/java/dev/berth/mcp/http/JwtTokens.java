@@ -47,6 +47,14 @@ final class JwtTokens {
                 new JWTClaimsSet.Builder().issuer(cfg.issuer()).build(), Set.of("exp", tenantClaim)));
     }
 
+    private static String kid(String token) {
+        try {
+            return com.nimbusds.jose.JWSObject.parse(token).getHeader().getKeyID();
+        } catch (ParseException e) {
+            return null;
+        }
+    }
+
     /** Whether a bearer value has the shape of a JWS compact serialization (three base64url parts). */
     static boolean looksLikeJwt(String token) {
         return token.chars().filter(c -> c == '.').count() == 2;
@@ -60,6 +68,10 @@ final class JwtTokens {
         } catch (ParseException e) {
             throw new InvalidTokenException("the bearer token is not a well-formed JWT: " + e.getMessage());
         } catch (BadJOSEException e) {
+            if (e.getMessage() != null && e.getMessage().contains("no matching key")) {
+                throw new InvalidTokenException("JWT rejected: its signature is not from a key of the configured issuer"
+                        + " (no key in the JWKS matches its kid '" + kid(token) + "' and algorithm)");
+            }
             throw new InvalidTokenException("JWT rejected: " + e.getMessage());
         } catch (com.nimbusds.jose.JOSEException e) {
             throw new InvalidTokenException("JWT could not be verified: " + e.getMessage());
