@@ -21,6 +21,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -217,6 +219,36 @@ class HttpE2eTest {
             assertEquals("line1\nline2\nline3", run.path("result").path("structuredContent").path("stdout").asString().strip());
             assertTrue(run.path("progress").size() >= 1, "progress notifications arrive over SSE too: " + run);
             ok(sse, "close_workspace", Map.of("workspace", id));
+        }
+    }
+
+    /**
+     * The client aborts a long run: the TS client sends notifications/cancelled, and the command must be gone from
+     * the workspace (the SDK alone would let it sleep on for 300 s).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"http", "sse"})
+    void cancelledRun_killsTheCommandInsideTheWorkspace(String transport) throws Exception {
+        try (McpBridge c = "http".equals(transport) ? McpBridge.http(server.url("/mcp"), "alice-token")
+                : McpBridge.sse(server.url("/sse"), "alice-token")) {
+            c.connect();
+            String id = ok(c, "open_workspace", Map.of()).path("workspace").asString();
+            long t0 = System.nanoTime();
+            JsonNode aborted = c.send(Map.of("op", "cancel-call", "name", "run", "cancelAfterMs", 2000, "args", Map.of("workspace", id,
+                    "command", "echo $$ > /workspace/run.pid; touch /workspace/started; sleep 300; touch /workspace/finished")));
+            assertFalse(aborted.path("ok").asBoolean(), "the client saw the call aborted: " + aborted);
+            String check = "test -e /workspace/started && echo started; test -e /workspace/finished && echo finished; "
+                    + "kill -0 $(cat /workspace/run.pid) 2>/dev/null && echo shell-alive; "
+                    + "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep -c 'sleep 30[0]' || true";
+            String out = "";
+            for (int i = 0; i < 50; i++) { // the kill is asynchronous to the client's abort: allow it 10 s
+                out = ok(c, "run", Map.of("workspace", id, "command", check)).path("stdout").asString();
+                if (out.strip().equals("started\n0")) break;
+                Thread.sleep(200);
+            }
+            assertEquals("started\n0", out.strip(), "after cancel the command must be gone (started, not finished, no shell, no sleep)");
+            assertTrue(System.nanoTime() - t0 < 60_000_000_000L);
+            ok(c, "close_workspace", Map.of("workspace", id));
         }
     }
 
