@@ -33,22 +33,23 @@ final class BerthServer {
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
-        return build(McpServer.sync(transport), engine, exchange -> Tenant.LOCAL, exchange -> null, new Cancellations());
+        Cancellations cancellations = new Cancellations();
+        return build(McpServer.sync(new CancellableSessions(transport, cancellations, Tenant.LOCAL.id())), engine,
+                exchange -> Tenant.LOCAL, cancellations);
     }
 
     /**
      * A server on any transport.
      *
      * @param tenants       who a call is made for
-     * @param callKeys      the cancellation key of a call (null: the transport cannot cancel it)
-     * @param cancellations where the transport's cancellation notifications are delivered
+     * @param cancellations where the transport delivers cancellations; it names each call in the transport context
      */
     static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
-                               Function<McpSyncServerExchange, String> callKeys, Cancellations cancellations) {
+                               Cancellations cancellations) {
         Tools tools = new Tools(engine, JSON, tenants);
         List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
                 .map(s -> SyncToolSpecification.builder().tool(s.tool())
-                        .callHandler((ex, req) -> cancellations.run(callKeys.apply(ex), () -> s.callHandler().apply(ex, req)))
+                        .callHandler((ex, req) -> cancellations.run(Cancellations.callKey(ex), () -> s.callHandler().apply(ex, req)))
                         .build())
                 .toList();
         return spec

@@ -16,6 +16,8 @@ import java.util.function.Supplier;
  * requests) is remembered briefly and applied when the call starts.
  */
 public final class Cancellations {
+    /** Where a transport puts a call's key in the SDK's transport context for {@link #callKey}. */
+    public static final String CONTEXT_KEY = "berth.call";
     private static final System.Logger LOG = System.getLogger("berth.cancel");
     private static final int EARLY_MAX = 1024;
     private static final long EARLY_TTL_NANOS = 60_000_000_000L;
@@ -28,6 +30,11 @@ public final class Cancellations {
     private final Map<String, Running> running = new ConcurrentHashMap<>();
     /** Cancellations for calls not started yet, oldest first, bounded so a client cannot grow it without limit. */
     private final Map<String, Long> early = new LinkedHashMap<>();
+
+    /** The cancellation key the transport gave a tool call, or null when it gave none. */
+    public static String callKey(io.modelcontextprotocol.server.McpSyncServerExchange exchange) {
+        return exchange.transportContext().get(CONTEXT_KEY) instanceof String k ? k : null;
+    }
 
     /** Runs a call so that {@link #cancel(String)} with the same key interrupts it; a null key runs it plainly. */
     public <T> T run(String key, Supplier<T> call) {

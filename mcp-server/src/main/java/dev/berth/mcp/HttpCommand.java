@@ -52,10 +52,8 @@ final class HttpCommand {
                 .contextExtractor(CallContext.EXTRACTOR)
                 .maxRequestSize(HttpServer.MAX_BODY)
                 .keepAliveInterval(Duration.ofSeconds(30)).build();
-        McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant,
-                CallContext::callKey, cancellations);
-        McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant,
-                CallContext::callKey, cancellations);
+        McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations);
+        McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations);
         HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -237,19 +237,27 @@ class HttpE2eTest {
             JsonNode aborted = c.send(Map.of("op", "cancel-call", "name", "run", "cancelAfterMs", 2000, "args", Map.of("workspace", id,
                     "command", "echo $$ > /workspace/run.pid; touch /workspace/started; sleep 300; touch /workspace/finished")));
             assertFalse(aborted.path("ok").asBoolean(), "the client saw the call aborted: " + aborted);
-            String check = "test -e /workspace/started && echo started; test -e /workspace/finished && echo finished; "
-                    + "kill -0 $(cat /workspace/run.pid) 2>/dev/null && echo shell-alive; "
-                    + "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep -c 'sleep 30[0]' || true";
-            String out = "";
-            for (int i = 0; i < 50; i++) { // the kill is asynchronous to the client's abort: allow it 10 s
-                out = ok(c, "run", Map.of("workspace", id, "command", check)).path("stdout").asString();
-                if (out.strip().equals("started\n0")) break;
-                Thread.sleep(200);
-            }
-            assertEquals("started\n0", out.strip(), "after cancel the command must be gone (started, not finished, no shell, no sleep)");
+            assertEquals("started\n0", commandGone(c, id), "after cancel the command must be gone (started, not finished, no shell, no sleep)");
             assertTrue(System.nanoTime() - t0 < 60_000_000_000L);
             ok(c, "close_workspace", Map.of("workspace", id));
         }
+    }
+
+    /**
+     * What is left in the workspace of the cancelled command: "started" marker, "finished" marker, "shell-alive",
+     * then the count of its sleep processes. Polls up to 10 s for "started\n0" (the kill is asynchronous to the abort).
+     */
+    static String commandGone(McpBridge c, String workspace) throws Exception {
+        String check = "test -e /workspace/started && echo started; test -e /workspace/finished && echo finished; "
+                + "kill -0 $(cat /workspace/run.pid) 2>/dev/null && echo shell-alive; "
+                + "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep -c 'sleep 30[0]' || true";
+        String out = "";
+        for (int i = 0; i < 50; i++) {
+            out = ok(c, "run", Map.of("workspace", workspace, "command", check)).path("stdout").asString().strip();
+            if (out.equals("started\n0")) break;
+            Thread.sleep(200);
+        }
+        return out;
     }
 
     static String initialize() {

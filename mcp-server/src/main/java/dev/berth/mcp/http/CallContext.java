@@ -14,7 +14,7 @@ import java.util.Map;
  */
 public final class CallContext {
     static final String TENANT = "berth.tenant";
-    static final String CALL_KEY = "berth.call";
+    static final String CALL_KEY = dev.berth.mcp.Cancellations.CONTEXT_KEY;
 
     private CallContext() {}
 
@@ -33,11 +33,6 @@ public final class CallContext {
     public static Tenant tenant(McpSyncServerExchange exchange) {
         if (exchange.transportContext().get(TENANT) instanceof Tenant t) return t;
         throw new IllegalStateException("no authenticated tenant on this request");
-    }
-
-    /** The cancellation key of a tool call, or null when the transport gave none. */
-    public static String callKey(McpSyncServerExchange exchange) {
-        return exchange.transportContext().get(CALL_KEY) instanceof String k ? k : null;
     }
 
     static String key(Tenant tenant, String channel, Object jsonRpcId) {
