@@ -116,6 +116,46 @@ class HttpE2eTest {
                 "another tenant's '" + ref + "' must look like one that does not exist: " + error);
     }
 
+    /** A session id is usable only by the tenant that opened the session: to anyone else it does not exist. */
+    @Test
+    void sessions_areBoundToTheTenantThatOpenedThem() throws Exception {
+        HttpResponse<String> init = post("/mcp", "Bearer alice-token", null, initialize());
+        String session = init.headers().firstValue("Mcp-Session-Id").orElseThrow();
+        String list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
+        HttpResponse<String> stolen = send("POST", "/mcp", "Bearer bob-token", session, list);
+        assertEquals(404, stolen.statusCode(), stolen.body());
+        assertEquals(404, send("DELETE", "/mcp", "Bearer bob-token", session, null).statusCode(), "bob cannot end alice's session");
+        assertEquals(404, send("GET", "/mcp", "Bearer bob-token", session, null).statusCode(), "bob cannot listen on it");
+        send("POST", "/mcp", "Bearer alice-token", session, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        HttpResponse<String> own = send("POST", "/mcp", "Bearer alice-token", session, list);
+        assertEquals(200, own.statusCode(), own.body());
+        assertTrue(own.body().contains("open_workspace"), own.body());
+        assertEquals(200, send("DELETE", "/mcp", "Bearer alice-token", session, null).statusCode());
+
+        // legacy SSE: the session id arrives in the stream's endpoint event
+        HttpResponse<InputStream> stream = http.send(HttpRequest.newBuilder(URI.create(server.url("/sse")))
+                .header("Authorization", "Bearer alice-token").header("Accept", "text/event-stream").GET().build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+        try (var events = new java.io.BufferedReader(new java.io.InputStreamReader(stream.body(), StandardCharsets.UTF_8))) {
+            String endpoint = null;
+            for (String line; (line = events.readLine()) != null && endpoint == null; ) {
+                if (line.startsWith("data: ")) endpoint = line.substring(6);
+            }
+            assertTrue(endpoint != null && endpoint.contains("sessionId="), "no endpoint event: " + endpoint);
+            assertEquals(404, post(endpoint, "Bearer bob-token", null, initialize()).statusCode(), "bob cannot post into alice's SSE session");
+            int mine = post(endpoint, "Bearer alice-token", null, initialize()).statusCode();
+            assertTrue(mine == 200 || mine == 202, "alice posts into her own SSE session: " + mine);
+        }
+    }
+
+    HttpResponse<String> send(String method, String path, String authorization, String session, String body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(server.url(path)))
+                .header("Content-Type", "application/json").header("Accept", "application/json, text/event-stream")
+                .header("Authorization", authorization).header("Mcp-Session-Id", session)
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     @Test
     void missingOrWrongToken_is401WithResourceMetadataPointer() throws Exception {
         String metadata = server.url("/.well-known/oauth-protected-resource");

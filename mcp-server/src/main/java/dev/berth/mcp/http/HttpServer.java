@@ -19,7 +19,8 @@ import org.apache.tomcat.util.descriptor.web.FilterMap;
 /**
  * One embedded Tomcat serving both MCP HTTP transports: Streamable HTTP at {@value #MCP} and the legacy HTTP+SSE
  * transport at {@value #SSE} + {@value #MESSAGE}, plus the protected resource metadata. Every request passes, in
- * order: Host/Origin validation (all paths), bearer authentication (MCP paths), the cancellation tap (MCP POSTs).
+ * order: Host/Origin validation (all paths), bearer authentication (MCP paths), session ownership (a session is
+ * usable only by the tenant that opened it), the cancellation tap (MCP POSTs).
  * Error pages carry a status line only: no stack trace, no server version.
  */
 public final class HttpServer implements AutoCloseable {
@@ -61,6 +62,7 @@ public final class HttpServer implements AutoCloseable {
 
         filter(ctx, "host-origin", new HostOriginFilter(config.http().allowedOrigins(), config.http().allowedHosts()), "/*");
         filter(ctx, "bearer-auth", new BearerAuthFilter(auth, resource + RESOURCE_METADATA), MCP, SSE, MESSAGE);
+        filter(ctx, "session-owners", new SessionOwners(), MCP, SSE, MESSAGE);
         filter(ctx, "cancellation-tap", new CancellationTap(cancellations, MAX_BODY), MCP, MESSAGE);
     }
 
