@@ -74,9 +74,22 @@ final class HttpCommand {
             System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + " (see the log above)");
             return 1;
         }
+        if (!loopback(config.http().bind()) && config.http().publicUrl().startsWith("http:")) {
+            System.err.println("berth: warning: listening on " + config.http().bind() + " over plain HTTP: bearer tokens cross the"
+                    + " network in clear. Put TLS in front and set http.public_url to its https:// URL (and http.allowed_hosts"
+                    + " to the names clients use)");
+        }
         System.err.println("berth http listening on " + config.http().bind() + ":" + http.port() + " (Streamable HTTP "
                 + HttpServer.MCP + ", legacy SSE " + HttpServer.SSE + "; public URL " + config.http().publicUrl() + ")");
         stopped.await();
         return 0;
+    }
+
+    private static boolean loopback(String bind) {
+        try {
+            return java.net.InetAddress.getByName(bind).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
     }
 }

@@ -85,7 +85,7 @@ class HttpE2eTest {
         try (McpBridge a = client("alice-token"); McpBridge b = client("bob-token")) {
             String id = ok(a, "open_workspace", Map.of("name", "secret-proj")).path("workspace").asString();
             ok(a, "run", Map.of("workspace", id, "command", "echo alice-data > /workspace/secret.txt"));
-            ok(a, "snapshot", Map.of("workspace", id, "name", "alice-snap"));
+            String snapId = ok(a, "snapshot", Map.of("workspace", id, "name", "alice-snap")).path("snapshot").asString();
 
             JsonNode listB = ok(b, "list_workspaces", Map.of());
             assertFalse(listB.toString().contains(id) || listB.toString().contains("secret-proj") || listB.toString().contains("alice-snap"),
@@ -97,6 +97,8 @@ class HttpE2eTest {
                 assertNotFound(toolError(b, "close_workspace", Map.of("workspace", ref, "delete", true)), ref);
             }
             assertNotFound(toolError(b, "open_workspace", Map.of("from_snapshot", "alice-snap")), "alice-snap");
+            assertNotFound(toolError(b, "open_workspace", Map.of("from_snapshot", snapId)), snapId);
+            assertFalse(listB.toString().contains(snapId), listB.toString());
             // the same name is B's own, separate workspace
             JsonNode bOwn = ok(b, "open_workspace", Map.of("name", "secret-proj"));
             assertFalse(id.equals(bOwn.path("workspace").asString()));
