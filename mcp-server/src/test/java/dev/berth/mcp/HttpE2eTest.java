@@ -302,6 +302,20 @@ class HttpE2eTest {
         return out;
     }
 
+    /** A config the server cannot use stops it before it listens, with the reason and exit code 2. */
+    @Test
+    void brokenConfig_stopsBerthHttpWithTheReason() throws Exception {
+        Path cfg = dir.resolve("broken.json");
+        Files.writeString(cfg, "{\"auth\": {\"tokens\": []}, \"tenants\": {}, \"htttp\": {}}");
+        Process p = new ProcessBuilder(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "http", "--config", cfg.toString(),
+                "--home", dir.resolve("unused-home").toString()).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS));
+        assertEquals(2, p.exitValue(), out);
+        assertTrue(out.contains("unknown key 'htttp'") && out.contains(cfg.toString()), out);
+    }
+
     static String initialize() {
         return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
                 + "\"capabilities\":{},\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}";
