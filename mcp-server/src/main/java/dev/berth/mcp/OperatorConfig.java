@@ -140,7 +140,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     private void validate(Path file) throws ConfigException {
         String at = "config " + file + ": ";
-        if (http.port() < 0 || http.port() > 65535) throw new ConfigException(at + "http.port must be 0-65535, got " + http.port());
+        // not 0 (any free port): the public URL and the resource metadata must name the port clients reach
+        if (http.port() < 1 || http.port() > 65535) throw new ConfigException(at + "http.port must be 1-65535, got " + http.port());
         if (http.bind().isBlank()) throw new ConfigException(at + "http.bind must be an address, got \"\"");
         URI u;
         try {

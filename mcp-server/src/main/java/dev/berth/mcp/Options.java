@@ -40,11 +40,11 @@ record Options(Path home, String isolation, Integer port, String bind, Path conf
     private static int port(String v) throws UsageException {
         try {
             int p = Integer.parseInt(v);
-            if (p >= 0 && p <= 65535) return p;
+            if (p >= 1 && p <= 65535) return p; // not 0: the public URL and resource metadata must name the real port
         } catch (NumberFormatException ignored) {
             // reported below with the value
         }
-        throw new UsageException("--port must be a number 0-65535, got '" + v + "'");
+        throw new UsageException("--port must be a number 1-65535, got '" + v + "'");
     }
 
     /** Refuses {@code berth http}'s flags on other commands, where they would be silently ignored. */

@@ -19,7 +19,7 @@ class OptionsTest {
     @Test
     void badPort_namesTheValue() {
         var e = assertThrows(Options.UsageException.class, () -> Options.parse(List.of("--port", "80a")));
-        assertEquals("--port must be a number 0-65535, got '80a'", e.getMessage());
+        assertEquals("--port must be a number 1-65535, got '80a'", e.getMessage());
         assertThrows(Options.UsageException.class, () -> Options.parse(List.of("--port", "65536")));
     }
 

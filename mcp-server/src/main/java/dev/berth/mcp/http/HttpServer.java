@@ -88,7 +88,7 @@ public final class HttpServer implements AutoCloseable {
         tomcat.start();
     }
 
-    /** The port actually bound (differs from the configured one when that was 0). */
+    /** The port actually bound, or -1 when binding failed. */
     public int port() {
         return tomcat.getConnector().getLocalPort();
     }
