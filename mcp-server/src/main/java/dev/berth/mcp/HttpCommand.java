@@ -67,7 +67,9 @@ final class HttpCommand {
         try {
             http.start();
         } catch (org.apache.catalina.LifecycleException e) {
-            System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + e.getMessage());
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
+            System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + root.getMessage());
             return 1;
         }
         if (http.port() < 0) {

@@ -316,6 +316,20 @@ class HttpE2eTest {
         assertTrue(out.contains("unknown key 'htttp'") && out.contains(cfg.toString()), out);
     }
 
+    @Test
+    void portInUse_stopsBerthHttpWithTheReason() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Process p = new ProcessBuilder(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "http", "--config",
+                    dir.resolve("berth.json").toString(), "--home", dir.resolve("unused-home").toString(),
+                    "--port", String.valueOf(taken.getLocalPort())).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(1, p.exitValue(), out);
+            assertTrue(out.contains("berth: cannot listen on 127.0.0.1:" + taken.getLocalPort() + ": Address already in use"), out);
+        }
+    }
+
     static String initialize() {
         return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
                 + "\"capabilities\":{},\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}";

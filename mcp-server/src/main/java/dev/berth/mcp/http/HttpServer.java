@@ -46,6 +46,7 @@ public final class HttpServer implements AutoCloseable {
         connector.setPort(config.http().port());
         connector.setProperty("address", config.http().bind());
         connector.setXpoweredBy(false);
+        connector.setThrowOnFailure(true); // a port in use must fail start(), not leave a server that never listens
         tomcat.setConnector(connector);
 
         ErrorReportValve errors = new ErrorReportValve();
