@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import tools.jackson.databind.JsonNode;
 
 /** The MCP Inspector's CLI mode ({@code @modelcontextprotocol/inspector --cli}) lists and calls Berth's tools. */
@@ -52,17 +54,20 @@ class InspectorCliE2eTest {
         }
     }
 
-    @Test
-    void http_listsAndCallsTools_withBearerToken(@TempDir Path dir) throws Exception {
+    /** Streamable HTTP at /mcp and the legacy SSE transport at /sse, each with the bearer token as a header. */
+    @ParameterizedTest
+    @CsvSource({"/mcp,http", "/sse,sse"})
+    void http_listsAndCallsTools_withBearerToken(String path, String transport, @TempDir Path dir) throws Exception {
         Node22.requireInstalled();
         Path node = Files.createDirectories(dir.resolve("node-home"));
         try (BerthHttp berth = BerthHttp.start(dir, """
                 {"auth": {"tokens": [{"tenant": "inspector", "sha256": "%s"}]}, "tenants": {"inspector": {}}}
                 """.formatted(BearerAuthenticatorTest.sha256("inspector-token")))) {
-            String url = berth.url("/mcp");
-            assertBerthTools(inspect(node, url, "--header", "Authorization: Bearer inspector-token", "--method", "tools/list"));
-            JsonNode r = inspect(node, url, "--header", "Authorization: Bearer inspector-token", "--method", "tools/call",
-                    "--tool-name", "list_workspaces");
+            String url = berth.url(path);
+            assertBerthTools(inspect(node, url, "--transport", transport, "--header", "Authorization: Bearer inspector-token",
+                    "--method", "tools/list"));
+            JsonNode r = inspect(node, url, "--transport", transport, "--header", "Authorization: Bearer inspector-token",
+                    "--method", "tools/call", "--tool-name", "list_workspaces");
             assertFalse(r.path("isError").asBoolean(), r.toString());
             SchemaCheck.assertValid("list_workspaces", r.path("structuredContent"));
         }
