@@ -177,6 +177,9 @@ class HttpE2eTest {
         assertEquals(server.url(""), prm.path("resource").asString());
         assertEquals(ISS, prm.path("authorization_servers").get(0).asString());
         assertEquals("header", prm.path("bearer_methods_supported").get(0).asString());
+        // clients look first at the path-suffixed location for the /mcp endpoint (RFC 9728 §3.1)
+        assertEquals(prm, McpBridge.JSON.readTree(http.send(HttpRequest.newBuilder(URI.create(metadata + "/mcp")).GET().build(),
+                HttpResponse.BodyHandlers.ofString()).body()));
 
         // the real client gives up too, with the status
         try (McpBridge bad = McpBridge.http(server.url("/mcp"), "wrong-token")) {

@@ -82,6 +82,20 @@ class OperatorConfigTest {
         assertEquals("sub", c.auth().jwt().tenantClaim());
     }
 
+    /** The operator config shown in the README loads (once its placeholder hash and key file are real). */
+    @Test
+    void readmeExample_loads(@TempDir Path dir) throws Exception {
+        String readme = Files.readString(Path.of("../README.md"));
+        int at = readme.indexOf("```json", readme.indexOf("The operator config"));
+        assertTrue(at > 0, "README lost its operator config example");
+        String json = readme.substring(at + 7, readme.indexOf("```", at + 7));
+        Files.writeString(dir.resolve("issuer-keys.json"), JwtFixture.create().publicJwks());
+        Files.writeString(dir.resolve("c.json"), json.replace("<sha256 of alice's token>", "c".repeat(64)));
+        OperatorConfig c = OperatorConfig.load(dir.resolve("c.json"));
+        assertEquals("https://berth.example.com", c.auth().jwt().audience());
+        assertEquals(8, c.tenant("alice").quota().vcpus());
+    }
+
     @Test
     void missingFile_saysSo() {
         var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(Path.of("/nonexistent/berth.json")));
