@@ -228,6 +228,8 @@ class HttpE2eTest {
             carol.connect();
             String id = ok(carol, "open_workspace", Map.of()).path("workspace").asString();
             assertEquals("hi", ok(carol, "run", Map.of("workspace", id, "command", "echo hi")).path("stdout").asString().strip());
+            JsonNode streamed = carol.callWithProgress("run", Map.of("workspace", id, "command", "for i in 1 2 3; do echo p$i; sleep 0.2; done"));
+            assertTrue(streamed.path("progress").size() >= 1, "progress notifications arrive over Streamable HTTP: " + streamed);
             ok(carol, "close_workspace", Map.of("workspace", id));
         }
         Map<String, String> bad = Map.of(
