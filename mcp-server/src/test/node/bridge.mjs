@@ -2,7 +2,8 @@
 // Berth with the real client while keeping their assertions in Java.
 //
 // Usage: node bridge.mjs stdio <command> [args...]
-//        node bridge.mjs http <url> [bearer-token]
+//        node bridge.mjs http <url> [bearer-token]     (Streamable HTTP)
+//        node bridge.mjs sse <url> [bearer-token]      (legacy HTTP+SSE: GET <url> for the stream, POSTs to its endpoint)
 // Reads one JSON request per line on stdin, writes one JSON answer per line on stdout:
 //   {"op":"connect"}                         -> {"ok":true,"serverInfo":...,"capabilities":...,"instructions":...,"pid":N}
 //   {"op":"list"}                            -> {"ok":true,"tools":[...]}
@@ -16,6 +17,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { createInterface } from "node:readline";
 
 const [mode, target, ...rest] = process.argv.slice(2);
@@ -29,6 +31,10 @@ function makeTransport() {
   if (mode === "http") {
     const headers = rest[0] ? { Authorization: `Bearer ${rest[0]}` } : {};
     return new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
+  }
+  if (mode === "sse") {
+    const headers = rest[0] ? { Authorization: `Bearer ${rest[0]}` } : {};
+    return new SSEClientTransport(new URL(target), { requestInit: { headers } });
   }
   throw new Error(`unknown mode ${mode}`);
 }

@@ -9,7 +9,11 @@ import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpServerTransportProvider;
+import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.server.McpSyncServerExchange;
 import java.time.Duration;
+import java.util.List;
+import java.util.function.Function;
 import tools.jackson.databind.json.JsonMapper;
 
 /** Builds the MCP server over an engine and a transport: tools from the catalog, inputs validated by the SDK. */
@@ -29,8 +33,26 @@ final class BerthServer {
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
-        Tools tools = new Tools(engine, JSON, exchange -> Tenant.LOCAL);
-        return McpServer.sync(transport)
+        Cancellations cancellations = new Cancellations();
+        return build(McpServer.sync(new CancellableSessions(transport, cancellations, Tenant.LOCAL.id())), engine,
+                exchange -> Tenant.LOCAL, cancellations);
+    }
+
+    /**
+     * A server on any transport.
+     *
+     * @param tenants       who a call is made for
+     * @param cancellations where the transport delivers cancellations; it names each call in the transport context
+     */
+    static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
+                               Cancellations cancellations) {
+        Tools tools = new Tools(engine, JSON, tenants);
+        List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
+                .map(s -> SyncToolSpecification.builder().tool(s.tool())
+                        .callHandler((ex, req) -> cancellations.run(Cancellations.callKey(ex), () -> s.callHandler().apply(ex, req)))
+                        .build())
+                .toList();
+        return spec
                 .serverInfo(NAME, VERSION)
                 .instructions(INSTRUCTIONS)
                 .jsonMapper(JSON)
@@ -38,7 +60,7 @@ final class BerthServer {
                 .validateToolInputs(true)
                 // a run may take up to its own timeout (max 3600 s); the SDK must not give up before it does
                 .requestTimeout(Duration.ofSeconds(3700))
-                .tools(tools.specifications(ToolCatalog.load()))
+                .tools(specs)
                 .build();
     }
 }

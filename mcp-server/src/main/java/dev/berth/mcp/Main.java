@@ -5,7 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code setup} (prepare this machine; idempotent),
+ * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code http} (MCP over HTTP, multi-tenant), {@code setup} (prepare this machine; idempotent),
  * {@code doctor} (which isolation drivers run here and why not the others), {@code version}.
  */
 public final class Main {
@@ -18,7 +18,9 @@ public final class Main {
         int code;
         try {
             Options opts = Options.parse(rest);
+            if (!cmd.equals("http")) opts.onlyCommonOptions(cmd);
             code = switch (cmd) {
+                case "http" -> HttpCommand.run(opts);
                 case "stdio" -> StdioCommand.run(opts);
                 case "setup" -> SetupCommand.run(opts, out);
                 case "doctor" -> DoctorCommand.run(opts, out);
@@ -48,6 +50,7 @@ public final class Main {
         out.println("""
                 usage: berth <command> [options]
                   stdio    serve MCP over stdin/stdout (for Claude Code, Claude Desktop, ...)
+                  http     serve MCP over Streamable HTTP (/mcp) and legacy HTTP+SSE (/sse) to authenticated tenants
                   setup    install and prepare what the isolation drivers need (idempotent)
                   doctor   say which isolation drivers this machine supports, and why not the others
                   version  print the version
@@ -55,6 +58,10 @@ public final class Main {
                   --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,
                                       else ~/.local/share/berth)
                   --isolation NAME    default isolation for new workspaces (microvm, namespace)
-                  --egress FILE       egress policy (JSON: presets, allow, limits); default: no outbound access""");
+                  --egress FILE       egress policy (JSON: presets, allow, limits); default: no outbound access
+                http options:
+                  --config FILE       operator config (JSON): tokens, JWT issuer, tenants and quotas, allowed origins
+                  --bind ADDR         address to listen on (default 127.0.0.1)
+                  --port N            port to listen on (default 8080)""");
     }
 }

@@ -4,7 +4,8 @@ import java.nio.file.Path;
 import java.util.List;
 
 /** Command-line options shared by the subcommands. */
-record Options(Path home, String isolation, Path egressConfig) {
+/** @param port, bind and config are for {@code berth http} only */
+record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config) {
 
     static final class UsageException extends Exception {
         UsageException(String m) { super(m); }
@@ -14,22 +15,45 @@ record Options(Path home, String isolation, Path egressConfig) {
         Path home = null;
         String isolation = null;
         Path egress = null;
+        Integer port = null;
+        String bind = null;
+        Path config = null;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             switch (a) {
                 case "--home" -> home = Path.of(value(args, ++i, a));
                 case "--isolation" -> isolation = value(args, ++i, a);
                 case "--egress" -> egress = Path.of(value(args, ++i, a));
+                case "--port" -> port = port(value(args, ++i, a));
+                case "--bind" -> bind = value(args, ++i, a);
+                case "--config" -> config = Path.of(value(args, ++i, a)).toAbsolutePath();
                 default -> throw new UsageException("unknown option '" + a + "'");
             }
         }
         if (home == null) home = defaultHome();
-        return new Options(home.toAbsolutePath(), isolation, egress);
+        return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config);
     }
 
     private static String value(List<String> args, int i, String flag) throws UsageException {
         if (i >= args.size()) throw new UsageException(flag + " needs a value");
         return args.get(i);
+    }
+
+    private static int port(String v) throws UsageException {
+        try {
+            int p = Integer.parseInt(v);
+            if (p >= 1 && p <= 65535) return p; // not 0: the public URL and resource metadata must name the real port
+        } catch (NumberFormatException ignored) {
+            // reported below with the value
+        }
+        throw new UsageException("--port must be a number 1-65535, got '" + v + "'");
+    }
+
+    /** Refuses {@code berth http}'s flags on other commands, where they would be silently ignored. */
+    void onlyCommonOptions(String command) throws UsageException {
+        if (port != null || bind != null || config != null) {
+            throw new UsageException("--port, --bind and --config apply to 'berth http' only, not '" + command + "'");
+        }
     }
 
     static Path defaultHome() {

@@ -1,6 +1,7 @@
 package dev.berth.mcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -70,6 +71,40 @@ class ExamplesE2eTest {
             assertEquals("berth", hello.path("serverInfo").path("name").asString());
         } finally {
             dev.berth.engine.spi.Trees.delete(home);
+        }
+    }
+
+    /**
+     * examples/berth-http.json (the operator config, token hash filled in) serves berth http, and the Claude Code
+     * HTTP config reaches it as written: its URL (port swapped for a free one) and its Authorization header with
+     * ${BERTH_TOKEN} expanded the way Claude Code expands it.
+     */
+    @Test
+    void claudeCodeHttpConfig_reachesBerthHttpStartedWithTheExampleOperatorConfig() throws Exception {
+        String token = "example-" + System.nanoTime();
+        tools.jackson.databind.node.ObjectNode operator = (tools.jackson.databind.node.ObjectNode)
+                McpBridge.JSON.readTree(Files.readString(EXAMPLES.resolve("berth-http.json")));
+        JsonNode tok = operator.path("auth").path("tokens").get(0);
+        assertTrue(tok.path("sha256").asString().startsWith("REPLACE"), "the example must not ship a usable token hash: " + tok);
+        ((tools.jackson.databind.node.ObjectNode) tok).put("sha256", BearerAuthenticatorTest.sha256(token));
+
+        JsonNode server = McpBridge.JSON.readTree(Files.readString(EXAMPLES.resolve("claude-code-http.mcp.json"))).path("mcpServers").path("berth");
+        assertEquals("http", server.path("type").asString());
+        assertEquals("http://127.0.0.1:8080/mcp", server.path("url").asString());
+        String header = server.path("headers").path("Authorization").asString();
+        assertEquals("Bearer ${BERTH_TOKEN}", header);
+        Path dir = Files.createTempDirectory("berth-example-http-");
+        try (BerthHttp berth = BerthHttp.start(dir, McpBridge.JSON.writeValueAsString(operator))) {
+            String url = server.path("url").asString().replace(":8080/", ":" + berth.port + "/");
+            String expanded = header.replace("${BERTH_TOKEN}", token);
+            try (McpBridge mcp = McpBridge.http(url, expanded.substring("Bearer ".length()))) {
+                JsonNode hello = mcp.connect();
+                assertEquals("berth", hello.path("serverInfo").path("name").asString());
+                JsonNode list = mcp.call("list_workspaces", java.util.Map.of());
+                assertFalse(list.path("isError").asBoolean(), list.toString());
+            }
+        } finally {
+            dev.berth.engine.spi.Trees.delete(dir);
         }
     }
 }

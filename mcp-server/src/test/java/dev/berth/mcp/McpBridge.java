@@ -45,6 +45,22 @@ final class McpBridge implements AutoCloseable {
         return new McpBridge(cmd);
     }
 
+    /** A bridge whose client speaks Streamable HTTP to {@code url}, with a bearer token when not null. */
+    static McpBridge http(String url, String token) throws IOException {
+        return remote("http", url, token);
+    }
+
+    /** A bridge whose client speaks the legacy HTTP+SSE transport; {@code url} is the SSE endpoint. */
+    static McpBridge sse(String url, String token) throws IOException {
+        return remote("sse", url, token);
+    }
+
+    private static McpBridge remote(String mode, String url, String token) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("node", "bridge.mjs", mode, url));
+        if (token != null) cmd.add(token);
+        return new McpBridge(cmd);
+    }
+
     static String javaBin() {
         return ProcessHandle.current().info().command().orElse("java");
     }

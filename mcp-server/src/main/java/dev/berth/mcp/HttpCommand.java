@@ -1,0 +1,97 @@
+package dev.berth.mcp;
+
+import dev.berth.engine.Engine;
+import dev.berth.engine.EngineException;
+import dev.berth.mcp.http.BearerAuthenticator;
+import dev.berth.mcp.http.CallContext;
+import dev.berth.mcp.http.HttpServer;
+import io.modelcontextprotocol.server.McpServer;
+import io.modelcontextprotocol.server.McpSyncServer;
+import io.modelcontextprotocol.server.transport.HttpServletSseServerTransportProvider;
+import io.modelcontextprotocol.server.transport.HttpServletStreamableServerTransportProvider;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code berth http}: MCP over Streamable HTTP and the legacy HTTP+SSE transport for many tenants, each
+ * authenticated by a bearer token and confined to its own workspaces. Runs until SIGTERM/SIGINT, then closes the
+ * transports and the engine (ephemeral workspaces deleted, persistent ones parked).
+ */
+final class HttpCommand {
+    private HttpCommand() {}
+
+    static int run(Options opts) throws Exception {
+        if (opts.config() == null) {
+            System.err.println("berth: http needs --config FILE (tokens, tenants and quotas; see README.md)");
+            return 2;
+        }
+        OperatorConfig config;
+        BearerAuthenticator auth;
+        try {
+            config = OperatorConfig.load(opts.config(), opts.bind(), opts.port());
+            auth = new BearerAuthenticator(config);
+        } catch (OperatorConfig.ConfigException e) {
+            System.err.println("berth: " + e.getMessage());
+            return 2;
+        }
+        Engine engine;
+        try {
+            engine = Drivers.engine(opts);
+        } catch (EngineException e) {
+            System.err.println("berth: " + e.getMessage());
+            return 1;
+        }
+        Cancellations cancellations = new Cancellations();
+        var streamable = HttpServletStreamableServerTransportProvider.builder()
+                .jsonMapper(BerthServer.JSON).mcpEndpoint(HttpServer.MCP)
+                .contextExtractor(CallContext.EXTRACTOR)
+                .maxRequestSize(HttpServer.MAX_BODY)
+                .keepAliveInterval(Duration.ofSeconds(30)).build();
+        var sse = HttpServletSseServerTransportProvider.builder()
+                .jsonMapper(BerthServer.JSON).sseEndpoint(HttpServer.SSE).messageEndpoint(HttpServer.MESSAGE)
+                .contextExtractor(CallContext.EXTRACTOR)
+                .maxRequestSize(HttpServer.MAX_BODY)
+                .keepAliveInterval(Duration.ofSeconds(30)).build();
+        McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations);
+        McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations);
+        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streamableServer.closeGracefully();
+            sseServer.closeGracefully();
+            http.close();
+            engine.close();
+            System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
+            stopped.countDown();
+        }, "berth-shutdown"));
+        try {
+            http.start();
+        } catch (org.apache.catalina.LifecycleException e) {
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
+            System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + root.getMessage());
+            return 1;
+        }
+        if (http.port() < 0) {
+            System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + " (see the log above)");
+            return 1;
+        }
+        if (!loopback(config.http().bind()) && config.http().publicUrl().startsWith("http:")) {
+            System.err.println("berth: warning: listening on " + config.http().bind() + " over plain HTTP: bearer tokens cross the"
+                    + " network in clear. Put TLS in front and set http.public_url to its https:// URL (and http.allowed_hosts"
+                    + " to the names clients use)");
+        }
+        System.err.println("berth http listening on " + config.http().bind() + ":" + http.port() + " (Streamable HTTP "
+                + HttpServer.MCP + ", legacy SSE " + HttpServer.SSE + "; public URL " + config.http().publicUrl() + ")");
+        stopped.await();
+        return 0;
+    }
+
+    private static boolean loopback(String bind) {
+        try {
+            return java.net.InetAddress.getByName(bind).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
+    }
+}

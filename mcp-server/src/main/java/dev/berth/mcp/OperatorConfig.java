@@ -1,0 +1,212 @@
+package dev.berth.mcp;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import dev.berth.engine.Tenant;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.exc.UnrecognizedPropertyException;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The operator's configuration file for {@code berth http} (JSON). Every section is a record, so a new section (the
+ * egress policy, for one) is one more component here and its own record. Unknown keys are refused, never ignored: a
+ * misspelt {@code allowed_origins} must not silently fall back to a default. Relative paths inside the file are
+ * resolved against the file's folder.
+ */
+public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
+
+    /** Raised for a config that cannot be used; the message names the file, the key and the value. */
+    public static final class ConfigException extends Exception {
+        public ConfigException(String message) { super(message); }
+    }
+
+    /**
+     * @param bind            address to listen on; loopback unless the operator says otherwise
+     * @param publicUrl       how clients reach this server (scheme://host[:port]); the OAuth resource identifier
+     * @param allowedOrigins  Origin values accepted (DNS-rebinding protection); {@code host:*} allows any port
+     * @param allowedHosts    Host header values accepted; {@code host:*} allows any port
+     */
+    public record Http(String bind, Integer port, @JsonProperty("public_url") String publicUrl,
+                       @JsonProperty("allowed_origins") List<String> allowedOrigins,
+                       @JsonProperty("allowed_hosts") List<String> allowedHosts) {}
+
+    public record Auth(List<StaticToken> tokens, Jwt jwt) {}
+
+    /** A bearer token for a tenant, stored as the hex SHA-256 of the token so the file holds no secret. */
+    public record StaticToken(String tenant, String sha256) {}
+
+    /**
+     * JWT access tokens from an authorization server.
+     *
+     * @param audience    expected {@code aud}; defaults to this server's resource URL (RFC 8707 audience binding)
+     * @param jwksFile    the issuer's public keys (a JWKS document)
+     * @param tenantClaim the claim naming the tenant; {@code sub} by default
+     */
+    public record Jwt(String issuer, String audience, @JsonProperty("jwks_file") String jwksFile,
+                      @JsonProperty("tenant_claim") String tenantClaim) {}
+
+    public record TenantConfig(Quota quota) {}
+
+    /** Ceilings for one tenant; an absent field means no limit on that resource. */
+    public record Quota(Integer workspaces, Integer vcpus, @JsonProperty("memory_mib") Integer memoryMiB,
+                        @JsonProperty("disk_mib") Long diskMiB) {}
+
+    public static final String DEFAULT_BIND = "127.0.0.1";
+    public static final int DEFAULT_PORT = 8080;
+    /** Loopback names only: a browser page from anywhere else cannot drive the server through DNS rebinding. */
+    public static final List<String> LOOPBACK_HOSTS = List.of("127.0.0.1:*", "localhost:*", "[::1]:*");
+    public static final List<String> LOOPBACK_ORIGINS = List.of("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*");
+
+    private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
+    private static final JsonMapper JSON = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
+
+    public static OperatorConfig load(Path file) throws ConfigException {
+        return load(file, null, null);
+    }
+
+    /** Loads a config; {@code bind} and {@code port} (command-line flags), when not null, win over the file's. */
+    public static OperatorConfig load(Path file, String bind, Integer port) throws ConfigException {
+        String text;
+        try {
+            text = Files.readString(file);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException("config file " + file + " does not exist");
+        } catch (IOException e) {
+            throw new ConfigException("cannot read config file " + file + ": " + e.getMessage());
+        }
+        OperatorConfig c;
+        try {
+            c = JSON.readValue(text, OperatorConfig.class);
+        } catch (UnrecognizedPropertyException e) {
+            throw new ConfigException("config " + file + ": unknown key '" + e.getPropertyName() + "' at " + where(e)
+                    + " (known keys there: " + e.getKnownPropertyIds() + ")");
+        } catch (JacksonException e) {
+            throw new ConfigException("config " + file + ": " + e.getOriginalMessage() + " at " + where(e));
+        }
+        if (c == null) throw new ConfigException("config " + file + " is empty");
+        if (bind != null || port != null) {
+            Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
+            c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
+                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants());
+        }
+        c = c.withDefaults(file.toAbsolutePath().getParent());
+        c.validate(file);
+        return c;
+    }
+
+    private static String where(JacksonException e) {
+        StringBuilder sb = new StringBuilder("$");
+        for (var ref : e.getPath()) {
+            if (ref.getPropertyName() != null) sb.append('.').append(ref.getPropertyName());
+            else if (ref.getIndex() >= 0) sb.append('[').append(ref.getIndex()).append(']');
+        }
+        return sb.toString();
+    }
+
+    /** Fills what the operator left out; {@code dir} resolves relative file names. */
+    private OperatorConfig withDefaults(Path dir) {
+        Http h = http == null ? new Http(null, null, null, null, null) : http;
+        String bind = h.bind() == null ? DEFAULT_BIND : h.bind();
+        int port = h.port() == null ? DEFAULT_PORT : h.port();
+        String hostForUrl = bind.contains(":") ? "[" + bind + "]" : bind;
+        String publicUrl = h.publicUrl() == null ? "http://" + hostForUrl + ":" + port : stripSlash(h.publicUrl());
+        h = new Http(bind, port, publicUrl, h.allowedOrigins() == null ? LOOPBACK_ORIGINS : h.allowedOrigins(),
+                h.allowedHosts() == null ? LOOPBACK_HOSTS : h.allowedHosts());
+        Auth a = auth == null ? new Auth(List.of(), null) : new Auth(auth.tokens() == null ? List.of() : auth.tokens(), auth.jwt());
+        if (a.jwt() != null) {
+            Jwt j = a.jwt();
+            String jwks = j.jwksFile() == null ? null : dir.resolve(j.jwksFile()).normalize().toString();
+            a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
+                    j.tenantClaim() == null ? "sub" : j.tenantClaim()));
+        }
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants));
+    }
+
+    private static String stripSlash(String s) { return s.endsWith("/") ? s.substring(0, s.length() - 1) : s; }
+
+    private void validate(Path file) throws ConfigException {
+        String at = "config " + file + ": ";
+        // not 0 (any free port): the public URL and the resource metadata must name the port clients reach
+        if (http.port() < 1 || http.port() > 65535) throw new ConfigException(at + "http.port must be 1-65535, got " + http.port());
+        if (http.bind().isBlank()) throw new ConfigException(at + "http.bind must be an address, got \"\"");
+        URI u;
+        try {
+            u = URI.create(http.publicUrl());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(at + "http.public_url is not a URL: \"" + http.publicUrl() + "\"");
+        }
+        if (!("http".equals(u.getScheme()) || "https".equals(u.getScheme())) || u.getHost() == null
+                || (u.getPath() != null && !u.getPath().isEmpty())) {
+            throw new ConfigException(at + "http.public_url must be http(s)://host[:port] with no path, got \"" + http.publicUrl() + "\"");
+        }
+        for (var e : tenants.entrySet()) {
+            try {
+                tenant(e.getKey());
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(at + "tenants: " + ex.getMessage());
+            }
+            Quota q = e.getValue() == null ? null : e.getValue().quota();
+            if (q != null) {
+                for (var f : Map.of("workspaces", opt(q.workspaces()), "vcpus", opt(q.vcpus()), "memory_mib", opt(q.memoryMiB()),
+                        "disk_mib", q.diskMiB() == null ? 0L : q.diskMiB()).entrySet()) {
+                    if (f.getValue() < 0) {
+                        throw new ConfigException(at + "tenants." + e.getKey() + ".quota." + f.getKey() + " must be >= 0, got " + f.getValue());
+                    }
+                }
+            }
+        }
+        Set<String> hashes = new HashSet<>();
+        for (int i = 0; i < auth.tokens().size(); i++) {
+            StaticToken t = auth.tokens().get(i);
+            String p = "auth.tokens[" + i + "]";
+            if (t == null || t.tenant() == null) throw new ConfigException(at + p + ".tenant is required");
+            if (!tenants.containsKey(t.tenant())) {
+                throw new ConfigException(at + p + ".tenant '" + t.tenant() + "' is not declared under tenants (declared: " + tenants.keySet() + ")");
+            }
+            if (t.sha256() == null || !SHA256_HEX.matcher(t.sha256()).matches()) {
+                throw new ConfigException(at + p + ".sha256 must be 64 lowercase hex digits (sha256sum of the token), got \""
+                        + t.sha256() + "\"");
+            }
+            if (!hashes.add(t.sha256())) throw new ConfigException(at + p + ".sha256 repeats an earlier token's hash");
+        }
+        Jwt j = auth.jwt();
+        if (j != null) {
+            if (j.issuer() == null || j.issuer().isBlank()) throw new ConfigException(at + "auth.jwt.issuer is required");
+            if (j.jwksFile() == null) throw new ConfigException(at + "auth.jwt.jwks_file is required (the issuer's public keys, JWKS)");
+            if (!Files.isReadable(Path.of(j.jwksFile()))) {
+                throw new ConfigException(at + "auth.jwt.jwks_file " + j.jwksFile() + " cannot be read");
+            }
+        }
+        if (auth.tokens().isEmpty() && j == null) {
+            throw new ConfigException(at + "auth has neither tokens nor jwt; berth http never serves without authentication");
+        }
+    }
+
+    private static long opt(Integer v) { return v == null ? 0 : v; }
+
+    /** The engine's view of a configured tenant, with its quota; unknown ids are refused. */
+    public Tenant tenant(String id) {
+        if (!tenants.containsKey(id)) throw new IllegalArgumentException("tenant '" + id + "' is not configured");
+        TenantConfig tc = tenants.get(id);
+        Quota q = tc == null ? null : tc.quota();
+        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED);
+        Tenant.Quota u = Tenant.Quota.UNLIMITED;
+        return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
+                q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
+                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()));
+    }
+}

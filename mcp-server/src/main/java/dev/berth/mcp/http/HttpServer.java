@@ -1,0 +1,111 @@
+package dev.berth.mcp.http;
+
+import dev.berth.mcp.Cancellations;
+import dev.berth.mcp.OperatorConfig;
+import jakarta.servlet.Filter;
+import jakarta.servlet.http.HttpServlet;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.apache.catalina.Context;
+import org.apache.catalina.LifecycleException;
+import org.apache.catalina.Wrapper;
+import org.apache.catalina.connector.Connector;
+import org.apache.catalina.startup.Tomcat;
+import org.apache.catalina.valves.ErrorReportValve;
+import org.apache.tomcat.util.descriptor.web.FilterDef;
+import org.apache.tomcat.util.descriptor.web.FilterMap;
+
+/**
+ * One embedded Tomcat serving both MCP HTTP transports: Streamable HTTP at {@value #MCP} and the legacy HTTP+SSE
+ * transport at {@value #SSE} + {@value #MESSAGE}, plus the protected resource metadata. Every request passes, in
+ * order: Host/Origin validation (all paths), bearer authentication (MCP paths), session ownership (a session is
+ * usable only by the tenant that opened it), the cancellation tap (MCP POSTs).
+ * Error pages carry a status line only: no stack trace, no server version.
+ */
+public final class HttpServer implements AutoCloseable {
+    public static final String MCP = "/mcp";
+    public static final String SSE = "/sse";
+    public static final String MESSAGE = "/message";
+    public static final String RESOURCE_METADATA = "/.well-known/oauth-protected-resource";
+    /** Largest JSON-RPC message accepted; tool inputs (commands, stdin) are well below it. */
+    public static final int MAX_BODY = 4 * 1024 * 1024;
+
+    private final Tomcat tomcat = new Tomcat();
+    private final Path baseDir;
+
+    /**
+     * @param streamable the SDK's Streamable HTTP servlet
+     * @param sse        the SDK's legacy SSE servlet (serves both {@value #SSE} and {@value #MESSAGE})
+     */
+    public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
+                      HttpServlet streamable, HttpServlet sse) throws IOException {
+        baseDir = Files.createTempDirectory("berth-http-");
+        tomcat.setBaseDir(baseDir.toString());
+        Connector connector = new Connector();
+        connector.setPort(config.http().port());
+        connector.setProperty("address", config.http().bind());
+        connector.setXpoweredBy(false);
+        connector.setThrowOnFailure(true); // a port in use must fail start(), not leave a server that never listens
+        tomcat.setConnector(connector);
+
+        ErrorReportValve errors = new ErrorReportValve();
+        errors.setShowReport(false);
+        errors.setShowServerInfo(false);
+        tomcat.getHost().getPipeline().addValve(errors);
+
+        Context ctx = tomcat.addContext("", null);
+        servlet(ctx, "mcp", streamable, MCP);
+        servlet(ctx, "sse", sse, SSE, MESSAGE);
+        String resource = config.http().publicUrl();
+        String issuer = config.auth().jwt() == null ? null : config.auth().jwt().issuer();
+        servlet(ctx, "resource-metadata", new ResourceMetadataServlet(resource, issuer), RESOURCE_METADATA, RESOURCE_METADATA + MCP);
+
+        filter(ctx, "host-origin", new HostOriginFilter(config.http().allowedOrigins(), config.http().allowedHosts()), "/*");
+        filter(ctx, "bearer-auth", new BearerAuthFilter(auth, resource + RESOURCE_METADATA), MCP, SSE, MESSAGE);
+        filter(ctx, "session-owners", new SessionOwners(), MCP, SSE, MESSAGE);
+        filter(ctx, "cancellation-tap", new CancellationTap(cancellations, MAX_BODY), MCP, MESSAGE);
+    }
+
+    private static void servlet(Context ctx, String name, HttpServlet servlet, String... paths) {
+        Wrapper w = Tomcat.addServlet(ctx, name, servlet);
+        w.setAsyncSupported(true); // the SDK streams SSE responses from other threads
+        for (String p : paths) ctx.addServletMappingDecoded(p, name);
+    }
+
+    private static void filter(Context ctx, String name, Filter filter, String... paths) {
+        FilterDef def = new FilterDef();
+        def.setFilterName(name);
+        def.setFilter(filter);
+        def.setAsyncSupported("true");
+        ctx.addFilterDef(def);
+        FilterMap map = new FilterMap();
+        map.setFilterName(name);
+        for (String p : paths) map.addURLPatternDecoded(p);
+        ctx.addFilterMap(map);
+    }
+
+    public void start() throws LifecycleException {
+        tomcat.start();
+    }
+
+    /** The port actually bound, or -1 when binding failed. */
+    public int port() {
+        return tomcat.getConnector().getLocalPort();
+    }
+
+    @Override
+    public void close() {
+        try {
+            tomcat.stop();
+            tomcat.destroy();
+        } catch (LifecycleException e) {
+            System.getLogger("berth.http").log(System.Logger.Level.WARNING, "stopping Tomcat: " + e.getMessage());
+        }
+        try {
+            dev.berth.engine.spi.Trees.delete(baseDir);
+        } catch (IOException e) {
+            System.getLogger("berth.http").log(System.Logger.Level.WARNING, "removing " + baseDir + ": " + e.getMessage());
+        }
+    }
+}

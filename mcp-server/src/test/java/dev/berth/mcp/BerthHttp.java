@@ -1,0 +1,92 @@
+package dev.berth.mcp;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real {@code java -jar berth.jar http} process on a free loopback port, for the end-to-end tests. Its log is
+ * kept so a test can show it when something fails; {@link #close()} sends SIGTERM and waits for a clean exit.
+ */
+final class BerthHttp implements AutoCloseable {
+    final Process process;
+    final int port;
+    final Path home;
+    private final StringBuffer log = new StringBuffer();
+
+    private BerthHttp(Process p, int port, Path home) {
+        this.process = p;
+        this.port = port;
+        this.home = home;
+    }
+
+    /** Starts the server with {@code configJson} (the port is set by this method) and waits until it listens. */
+    static BerthHttp start(Path dir, String configJson, String... extra) throws IOException, InterruptedException {
+        int port = freePort();
+        Path cfg = dir.resolve("berth.json");
+        Files.writeString(cfg, configJson);
+        // sandboxes run as their own uids and must traverse to their state under the home
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+        Path home = Files.createDirectories(dir.resolve("home"));
+        List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "http",
+                "--config", cfg.toString(), "--home", home.toString(), "--port", String.valueOf(port), "--isolation", "namespace"));
+        cmd.addAll(List.of(extra));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        BerthHttp b = new BerthHttp(p, port, home);
+        CompletableFuture<Boolean> ready = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> {
+            try (var r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    b.log.append(line).append('\n');
+                    if (line.startsWith("berth http listening on")) ready.complete(true);
+                }
+            } catch (IOException ignored) {
+                // the process is gone
+            }
+            ready.complete(false);
+        });
+        try {
+            if (!ready.get(60, TimeUnit.SECONDS)) throw new IOException("berth http exited before listening:\n" + b.log);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            p.destroyForcibly();
+            throw new IOException("berth http did not start listening in 60 s:\n" + b.log, e);
+        }
+        return b;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    String url(String path) {
+        return "http://127.0.0.1:" + port + path;
+    }
+
+    String log() {
+        return log.toString();
+    }
+
+    /** Sends SIGTERM; returns whether the server shut down cleanly (its last log line says so) within 30 s. */
+    @Override
+    public void close() throws InterruptedException {
+        // Process.destroy() would also close our end of its output, losing the shutdown log; the handle only signals
+        process.toHandle().destroy();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
+    }
+
+    boolean stoppedCleanly() throws InterruptedException {
+        Thread.sleep(200); // the log reader drains the last lines
+        return log.toString().contains("berth http stopped");
+    }
+}

@@ -1,0 +1,104 @@
+package dev.berth.mcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.Tenant;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class OperatorConfigTest {
+    static final Path BROKEN = Path.of("src/test/resources/testdata/config");
+
+    static Stream<String> brokenConfigs() throws IOException {
+        try (var files = Files.list(BROKEN)) {
+            List<String> names = files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".json"))
+                    .map(n -> n.substring(0, n.length() - 5)).sorted().toList();
+            assertTrue(names.size() >= 10, "the broken-config fixtures are missing: " + names);
+            return names.stream();
+        }
+    }
+
+    /** Each fixture NAME.json must be refused with a message containing NAME.error (and the file's name). */
+    @ParameterizedTest
+    @MethodSource("brokenConfigs")
+    void brokenConfig_isRefusedWithItsError(String name) throws IOException {
+        Path file = BROKEN.resolve(name + ".json");
+        String expected = Files.readString(BROKEN.resolve(name + ".error")).strip();
+        var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(file));
+        assertTrue(e.getMessage().contains(expected), () -> name + ": expected '" + expected + "' in: " + e.getMessage());
+        assertTrue(e.getMessage().contains(file.toString()), () -> "the error must name the file: " + e.getMessage());
+    }
+
+    @Test
+    void validConfig_defaultsToLoopbackAndMapsQuotas(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.json");
+        Files.writeString(f, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]},
+                 "tenants": {"alice": {"quota": {"workspaces": 2, "memory_mib": 1024}}, "bob": {}}}
+                """.formatted("a".repeat(64)));
+        OperatorConfig c = OperatorConfig.load(f);
+        assertEquals("127.0.0.1", c.http().bind());
+        assertEquals(8080, c.http().port());
+        assertEquals("http://127.0.0.1:8080", c.http().publicUrl());
+        assertEquals(OperatorConfig.LOOPBACK_HOSTS, c.http().allowedHosts());
+        assertEquals(OperatorConfig.LOOPBACK_ORIGINS, c.http().allowedOrigins());
+        Tenant alice = c.tenant("alice");
+        assertEquals(2, alice.quota().workspaces());
+        assertEquals(1024, alice.quota().memoryMiB());
+        assertEquals(Integer.MAX_VALUE, alice.quota().vcpus(), "an absent quota field is no limit");
+        assertEquals(Tenant.Quota.UNLIMITED, c.tenant("bob").quota());
+        assertThrows(IllegalArgumentException.class, () -> c.tenant("mallory"));
+    }
+
+    @Test
+    void flagsOverrideFile_andPublicUrlFollowsThem(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.json");
+        Files.writeString(f, """
+                {"http": {"port": 9000}, "auth": {"tokens": [{"tenant": "a", "sha256": "%s"}]}, "tenants": {"a": {}}}
+                """.formatted("b".repeat(64)));
+        OperatorConfig c = OperatorConfig.load(f, "127.0.0.2", 9100);
+        assertEquals("http://127.0.0.2:9100", c.http().publicUrl());
+    }
+
+    @Test
+    void jwtAudienceDefaultsToPublicUrl_andJwksResolvesNextToTheFile(@TempDir Path dir) throws Exception {
+        Files.writeString(dir.resolve("keys.json"), JwtFixture.create().publicJwks());
+        Path f = dir.resolve("c.json");
+        Files.writeString(f, """
+                {"http": {"public_url": "https://berth.example/"}, "auth": {"jwt": {"issuer": "https://idp.example", "jwks_file": "keys.json"}},
+                 "tenants": {"a": {}}}""");
+        OperatorConfig c = OperatorConfig.load(f);
+        assertEquals("https://berth.example", c.auth().jwt().audience());
+        assertEquals(dir.resolve("keys.json").toString(), c.auth().jwt().jwksFile());
+        assertEquals("sub", c.auth().jwt().tenantClaim());
+    }
+
+    /** The operator config shown in the README loads (once its placeholder hash and key file are real). */
+    @Test
+    void readmeExample_loads(@TempDir Path dir) throws Exception {
+        String readme = Files.readString(Path.of("../README.md"));
+        int at = readme.indexOf("```json", readme.indexOf("The operator config"));
+        assertTrue(at > 0, "README lost its operator config example");
+        String json = readme.substring(at + 7, readme.indexOf("```", at + 7));
+        Files.writeString(dir.resolve("issuer-keys.json"), JwtFixture.create().publicJwks());
+        Files.writeString(dir.resolve("c.json"), json.replace("<sha256 of alice's token>", "c".repeat(64)));
+        OperatorConfig c = OperatorConfig.load(dir.resolve("c.json"));
+        assertEquals("https://berth.example.com", c.auth().jwt().audience());
+        assertEquals(8, c.tenant("alice").quota().vcpus());
+    }
+
+    @Test
+    void missingFile_saysSo() {
+        var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(Path.of("/nonexistent/berth.json")));
+        assertEquals("config file /nonexistent/berth.json does not exist", e.getMessage());
+    }
+}
