@@ -23,19 +23,31 @@ final class Drivers {
     }
 
     static Engine engine(Options opts) throws EngineException {
+        return engine(opts, null);
+    }
+
+    /** @param operator the operator config (egress and guard sections), or null */
+    static Engine engine(Options opts, OperatorConfig operator) throws EngineException {
         EngineConfig cfg = EngineConfig.defaults(opts.home(), all(opts));
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
-        return Engine.start(cfg.withEgress(egress(opts)));
+        if (operator != null) cfg = cfg.withGuard(operator.guardMode());
+        return Engine.start(cfg.withEgress(egress(opts, operator)));
     }
 
     /**
      * The egress proxy every workspace reaches the outside through. Without an egress config the ceiling is empty:
      * the proxy still runs, so every refused connection comes back with the proxy's reason.
      */
-    static EgressSettings egress(Options opts) throws EngineException {
+    static EgressSettings egress(Options opts, OperatorConfig operator) throws EngineException {
         ProxyConfig cfg;
         try {
-            cfg = opts.egressConfig() == null ? ProxyConfig.builder().build() : ConfigLoader.load(opts.egressConfig());
+            ProxyConfig fromOperator = operator == null ? null : operator.egressConfig();
+            if (opts.egressConfig() != null && fromOperator != null) {
+                throw new EngineException(EngineException.Kind.INVALID_ARGUMENT, "the egress policy is given twice (--egress "
+                        + opts.egressConfig() + " and the operator config's egress section); keep one");
+            }
+            cfg = opts.egressConfig() != null ? ConfigLoader.load(opts.egressConfig())
+                    : fromOperator != null ? fromOperator : ProxyConfig.builder().build();
         } catch (ConfigException e) {
             throw new EngineException(EngineException.Kind.INVALID_ARGUMENT, "egress config " + opts.egressConfig() + ": " + e.getMessage(), e);
         }

@@ -36,7 +36,7 @@ final class HttpCommand {
         }
         Engine engine;
         try {
-            engine = Drivers.engine(opts);
+            engine = Drivers.engine(opts, config);
         } catch (EngineException e) {
             System.err.println("berth: " + e.getMessage());
             return 1;

@@ -24,7 +24,18 @@ import tools.jackson.databind.json.JsonMapper;
  * misspelt {@code allowed_origins} must not silently fall back to a default. Relative paths inside the file are
  * resolved against the file's folder.
  */
-public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
+public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
+                             Guard guard) {
+
+    public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
+        this(http, auth, tenants, null, null);
+    }
+
+    /**
+     * What happens when a run changes agent configuration files in a workspace: "report" (default) or "revert"
+     * (they are read-only to runs), or "off".
+     */
+    public record Guard(String mode) {}
 
     /** Raised for a config that cannot be used; the message names the file, the key and the value. */
     public static final class ConfigException extends Exception {
@@ -80,6 +91,18 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     /** Loads a config; {@code bind} and {@code port} (command-line flags), when not null, win over the file's. */
     public static OperatorConfig load(Path file, String bind, Integer port) throws ConfigException {
+        return load(file, bind, port, true);
+    }
+
+    /**
+     * For {@code berth stdio}: one local user, no HTTP, so no authentication is needed; the egress and guard sections
+     * are what it uses.
+     */
+    public static OperatorConfig loadForStdio(Path file) throws ConfigException {
+        return load(file, null, null, false);
+    }
+
+    private static OperatorConfig load(Path file, String bind, Integer port, boolean requireAuth) throws ConfigException {
         String text;
         try {
             text = Files.readString(file);
@@ -101,10 +124,10 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (bind != null || port != null) {
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
-                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants());
+                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
-        c.validate(file);
+        c.validate(file, requireAuth);
         return c;
     }
 
@@ -133,13 +156,36 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
-        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants));
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), egress, guard);
+    }
+
+    /** The egress section as the proxy's own config (same format as an --egress file); null when absent. */
+    public dev.berth.proxy.ProxyConfig egressConfig() throws dev.berth.proxy.ConfigException {
+        return egress == null ? null : dev.berth.proxy.ConfigLoader.parse(egress.toString());
+    }
+
+    public dev.berth.engine.GuardMode guardMode() {
+        return guard == null ? dev.berth.engine.GuardMode.REPORT : dev.berth.engine.GuardMode.parse(guard.mode());
     }
 
     private static String stripSlash(String s) { return s.endsWith("/") ? s.substring(0, s.length() - 1) : s; }
 
-    private void validate(Path file) throws ConfigException {
+    private void validate(Path file, boolean requireAuth) throws ConfigException {
         String at = "config " + file + ": ";
+        if (guard != null) {
+            try {
+                dev.berth.engine.GuardMode.parse(String.valueOf(guard.mode()));
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(at + "guard.mode: " + e.getMessage());
+            }
+        }
+        if (egress != null) {
+            try {
+                egressConfig();
+            } catch (dev.berth.proxy.ConfigException e) {
+                throw new ConfigException(at + "egress: " + e.getMessage());
+            }
+        }
         // not 0 (any free port): the public URL and the resource metadata must name the port clients reach
         if (http.port() < 1 || http.port() > 65535) throw new ConfigException(at + "http.port must be 1-65535, got " + http.port());
         if (http.bind().isBlank()) throw new ConfigException(at + "http.bind must be an address, got \"\"");
@@ -191,7 +237,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                 throw new ConfigException(at + "auth.jwt.jwks_file " + j.jwksFile() + " cannot be read");
             }
         }
-        if (auth.tokens().isEmpty() && j == null) {
+        if (requireAuth && auth.tokens().isEmpty() && j == null) {
             throw new ConfigException(at + "auth has neither tokens nor jwt; berth http never serves without authentication");
         }
     }

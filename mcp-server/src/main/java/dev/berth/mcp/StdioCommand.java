@@ -23,7 +23,12 @@ final class StdioCommand {
         System.setOut(System.err);
         Engine engine;
         try {
-            engine = Drivers.engine(opts);
+            // stdio has one local tenant and no HTTP; of an operator config it uses the egress and guard sections
+            OperatorConfig operator = opts.config() == null ? null : OperatorConfig.loadForStdio(opts.config());
+            engine = Drivers.engine(opts, operator);
+        } catch (OperatorConfig.ConfigException e) {
+            System.err.println("berth: " + e.getMessage());
+            return 2;
         } catch (EngineException e) {
             System.err.println("berth: " + e.getMessage());
             return 1;

@@ -102,6 +102,12 @@ class ExamplesE2eTest {
                 assertEquals("berth", hello.path("serverInfo").path("name").asString());
                 JsonNode list = mcp.call("list_workspaces", java.util.Map.of());
                 assertFalse(list.path("isError").asBoolean(), list.toString());
+                // the example's egress ceiling and guard mode are in force
+                JsonNode ws = mcp.call("open_workspace", java.util.Map.of()).path("structuredContent");
+                assertTrue(ws.path("egress_policy").toString().contains("registry.npmjs.org:[443]"), ws.toString());
+                JsonNode run = mcp.call("run", java.util.Map.of("workspace", ws.path("workspace").asString(),
+                        "command", "echo '{}' > .mcp.json")).path("structuredContent");
+                assertTrue(run.path("agent_config_changes").get(0).path("reverted").asBoolean(), run.toString());
             }
         } finally {
             dev.berth.engine.spi.Trees.delete(dir);
