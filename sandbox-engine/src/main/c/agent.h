@@ -1,0 +1,124 @@
+/* Shared declarations of the Berth guest agent (protocol: tool-schemas/agent-protocol.md, BAP/1). */
+#ifndef BERTH_AGENT_H
+#define BERTH_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- protocol constants: must match the spec tables (checked by AgentProtocolSpecTest via --describe) ---- */
+#define T_HELLO 0x01
+#define T_PING 0x02
+#define T_PONG 0x03
+#define T_ERROR 0x04
+#define T_OK 0x05
+#define T_EXEC 0x10
+#define T_STARTED 0x11
+#define T_STDIN 0x12
+#define T_STDOUT 0x13
+#define T_STDERR 0x14
+#define T_SIGNAL 0x15
+#define T_EXIT 0x16
+#define T_FILE_READ 0x20
+#define T_FILE_WRITE 0x21
+#define T_FILE_LIST 0x22
+#define T_SYNC 0x30
+#define T_CLOCK_SET 0x31
+#define T_RNG_SEED 0x32
+#define T_TUNNEL_OPEN 0x40
+#define T_DATA 0x41
+#define T_CLOSE 0x42
+#define T_RESET 0x43
+
+#define CAP_EXEC 0x1u
+#define CAP_FILES 0x2u
+#define CAP_TUNNEL 0x4u
+#define CAP_GUEST_OPS 0x8u
+#define EXEC_STDIN 0x1u
+#define WRITE_TRUNCATE 0x1u
+#define WRITE_APPEND 0x2u
+#define WRITE_MKDIRS 0x4u
+#define KIND_FILE 0x66
+#define KIND_DIR 0x64
+#define KIND_LINK 0x6c
+#define KIND_OTHER 0x6f
+#define PROTO_VERSION 1
+#define MAX_PAYLOAD 1048576u
+
+#define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
+#define DRAIN_GRACE_MS 100       /* spec: EXIT at most this long after the process ended */
+#define OUT_CHUNK (64 * 1024)    /* spec: STDOUT/STDERR chunks of at most 64 KiB */
+
+/* ---- local limits (not part of the wire contract; see README.md) ---- */
+#define OUTQ_HIGH (1u << 20)          /* stop reading child pipes / tunnel clients above this many queued bytes */
+#define OUTQ_HOST_STOP (16u << 20)    /* stop reading host frames above this (host is not reading its answers) */
+#define STDIN_BUF_MAX (8u << 20)      /* per process: stdin bytes buffered for a child that does not read */
+#define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel: host bytes buffered for a client that does not read */
+
+/* ---- growable byte buffer with a consumed prefix (used for the outbound queue and per-fd write buffers) ---- */
+struct buf {
+    unsigned char *data;
+    size_t head, len, cap; /* valid bytes are data[head .. head+len) */
+};
+int buf_append(struct buf *b, const void *p, size_t n);
+void buf_consume(struct buf *b, size_t n);
+void buf_free(struct buf *b);
+
+/* ---- payload parsing with bounds checks; every getter fails (returns -1) rather than read past the end ---- */
+struct rd {
+    const unsigned char *p;
+    size_t len, off;
+};
+int rd_u8(struct rd *r, uint8_t *v);
+int rd_u16(struct rd *r, uint16_t *v);
+int rd_u32(struct rd *r, uint32_t *v);
+int rd_u64(struct rd *r, uint64_t *v);
+/* a str as a freshly malloc'ed NUL-terminated C string; fails on embedded NUL (cannot be passed to the kernel) */
+int rd_cstr(struct rd *r, char **out);
+size_t rd_left(const struct rd *r);
+
+/* ---- payload building ---- */
+void put_u16(unsigned char *p, uint16_t v);
+void put_u32(unsigned char *p, uint32_t v);
+void put_u64(unsigned char *p, uint64_t v);
+
+/* ---- session / host stream (berth-agent.c) ---- */
+extern int g_session_active;        /* a HELLO was answered and the stream is up */
+extern char g_session_tag[16];      /* random per session; part of every BERTH_RUN marker */
+extern struct buf g_outq;           /* frames waiting to be written to the host */
+int64_t now_ms(void);
+void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* queue one frame to the host; no-op without a session (output of detached runs is discarded) */
+void send_frame(uint8_t type, uint32_t chan, const void *payload, size_t n);
+void send_frame2(uint8_t type, uint32_t chan, const void *a, size_t an, const void *b, size_t bn);
+void send_error(uint32_t chan, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void send_ok(uint32_t chan, const void *payload, size_t n);
+/* a frame from the host broke the protocol: log it and end the session */
+void protocol_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- processes (exec.c) ---- */
+struct pollfd;
+void exec_init(void);
+int exec_handle(uint8_t type, uint32_t chan, struct rd *r); /* 0 ok, -1 protocol error (already reported) */
+int exec_chan_busy(uint32_t chan);
+void exec_detach_all(void);                      /* session ended: forget channels, keep processes */
+int exec_poll_fill(struct pollfd *pfd, int max, int backpressure); /* returns number of pollfds used */
+void exec_poll_handle(struct pollfd *pfd, int n);
+void exec_on_sigchld(void);
+int64_t exec_timers(int64_t now);                /* runs expired timers; returns next deadline or -1 */
+int exec_count(void);
+
+/* ---- files and guest operations (files.c) ---- */
+int files_handle(uint8_t type, uint32_t chan, struct rd *r);
+int guest_handle(uint8_t type, uint32_t chan, struct rd *r);
+
+/* ---- egress tunnels (tunnel.c) ---- */
+int tunnel_listen(int port);
+int tunnel_handle(uint8_t type, uint32_t chan, struct rd *r);
+int tunnel_chan_busy(uint32_t chan);
+void tunnel_reset_all(void);
+int tunnel_poll_fill(struct pollfd *pfd, int max, int backpressure);
+void tunnel_poll_handle(struct pollfd *pfd, int n);
+int tunnel_enabled(void);
+
+#endif

@@ -1,0 +1,511 @@
+/*
+ * EXEC runs: fork/exec, output pumping, stdin buffering, reaping, timeouts and process-tree signalling.
+ * Every fd here is non-blocking and polled by the main loop; a child that never reads stdin or a host that
+ * reads slowly costs memory up to fixed bounds, never a blocked agent.
+ */
+#include "agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RUNS 1024
+
+extern char **environ;
+
+struct proc {
+    struct proc *next;
+    uint32_t chan;
+    int attached;          /* belongs to the current session; detached runs keep running, output discarded */
+    pid_t pid;
+    int reaped, status;
+    int fd_out, fd_err, fd_in;
+    struct buf in;         /* STDIN bytes the child has not read yet */
+    int in_close_pending;  /* empty STDIN seen: close the pipe once `in` is written */
+    int64_t timeout_at;    /* 0 = none */
+    int timed_out;
+    int64_t grace_at;      /* set when reaped: EXIT at the latest then, even if a pipe is still held */
+    int idx_out, idx_err, idx_in;
+    char marker[48];       /* value of BERTH_RUN */
+};
+
+static struct proc *g_procs;
+static int g_nprocs;
+static char g_rbuf[OUT_CHUNK];
+
+void exec_init(void) {}
+
+int exec_count(void) { return g_nprocs; }
+
+static struct proc *find_chan(uint32_t chan) {
+    for (struct proc *p = g_procs; p; p = p->next)
+        if (p->attached && p->chan == chan) return p;
+    return NULL;
+}
+
+int exec_chan_busy(uint32_t chan) { return find_chan(chan) != NULL; }
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+static void close_stdin(struct proc *p) {
+    close_fd(&p->fd_in);
+    buf_free(&p->in);
+    p->in_close_pending = 0;
+}
+
+/* Sends EXIT (if the host still knows the channel) and frees the run. */
+static void finish(struct proc *p) {
+    if (p->attached) {
+        unsigned char e[9];
+        int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
+        int sig = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
+        put_u32(e, (uint32_t)code);
+        put_u32(e + 4, (uint32_t)sig);
+        e[8] = (unsigned char)(p->timed_out ? 1 : 0);
+        send_frame(T_EXIT, p->chan, e, sizeof e);
+    }
+    /* closing the read ends makes a background process that still holds them get EPIPE/SIGPIPE (spec) */
+    close_fd(&p->fd_out);
+    close_fd(&p->fd_err);
+    close_stdin(p);
+    for (struct proc **pp = &g_procs; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    g_nprocs--;
+    free(p);
+}
+
+static void maybe_finish(struct proc *p) {
+    if (p->reaped && p->fd_out < 0 && p->fd_err < 0) finish(p);
+}
+
+/* ---------------------------------------------------------------- process tree */
+
+struct pidset {
+    pid_t *v;
+    size_t n, cap;
+};
+
+static int pidset_has(const struct pidset *s, pid_t pid) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == pid) return 1;
+    return 0;
+}
+
+static void pidset_add(struct pidset *s, pid_t pid) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        pid_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return; /* out of memory: the member is missed; nothing better to do without failing the signal */
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = pid;
+}
+
+/* ppid and session of a process from /proc/PID/stat; comm may contain ')' so parse after the last one */
+static int read_stat(pid_t pid, pid_t *ppid, pid_t *sid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *r = strrchr(buf, ')');
+    if (!r) return -1;
+    char state;
+    int pp, pg, s;
+    if (sscanf(r + 1, " %c %d %d %d", &state, &pp, &pg, &s) != 4) return -1;
+    *ppid = pp;
+    *sid = s;
+    return 0;
+}
+
+/* Whether the process's initial environment holds exactly the entry `needle` ("BERTH_RUN=..."). */
+static int environ_has(pid_t pid, const char *needle) {
+    static char env[256 * 1024];
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof env - 1 && (n = read(fd, env + len, sizeof env - 1 - len)) > 0) len += (size_t)n;
+    close(fd);
+    env[len] = 0;
+    size_t nl = strlen(needle);
+    for (size_t i = 0; i < len;) {
+        size_t el = strnlen(env + i, len - i);
+        if (el == nl && memcmp(env + i, needle, nl) == 0) return 1;
+        i += el + 1;
+    }
+    return 0;
+}
+
+/*
+ * Collects the run's tree and freezes every member with SIGSTOP, repeating the scan until it finds nothing new
+ * (a member may have forked between scan and stop; a stopped process cannot fork any more).
+ */
+static void collect_and_stop(struct proc *p, struct pidset *m) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "BERTH_RUN=%s", p->marker);
+    pid_t self = getpid();
+    if (!p->reaped) {
+        /* the pid cannot be reused before we reap it, so pid and session id identify this run only */
+        pidset_add(m, p->pid);
+        kill(p->pid, SIGSTOP);
+    }
+    for (int round = 0; round < 16; round++) {
+        size_t before = m->n;
+        DIR *d = opendir("/proc");
+        if (!d) return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            char *end;
+            long v = strtol(de->d_name, &end, 10);
+            if (*end || v <= 1 || v == self) continue;
+            pid_t pid = (pid_t)v, ppid, sid;
+            if (pidset_has(m, pid) || read_stat(pid, &ppid, &sid) < 0) continue;
+            int member = pidset_has(m, ppid) || (!p->reaped && sid == p->pid) || environ_has(pid, needle);
+            if (member) {
+                kill(pid, SIGSTOP);
+                pidset_add(m, pid);
+            }
+        }
+        closedir(d);
+        if (m->n == before) break;
+    }
+}
+
+static void signal_tree(struct proc *p, int sig) {
+    struct pidset m = {0};
+    collect_and_stop(p, &m);
+    for (size_t i = 0; i < m.n; i++) kill(m.v[i], sig);
+    if (sig != SIGSTOP)
+        for (size_t i = 0; i < m.n; i++) kill(m.v[i], SIGCONT);
+    free(m.v);
+}
+
+/* ---------------------------------------------------------------- EXEC */
+
+static void free_strv(char **v) {
+    if (!v) return;
+    for (char **s = v; *s; s++) free(*s);
+    free(v);
+}
+
+/* strlist into a NULL-terminated vector with `extra` free slots before the NULL */
+static int rd_strv(struct rd *r, char ***out, size_t extra) {
+    uint32_t count;
+    *out = NULL;
+    if (rd_u32(r, &count) < 0) return -1;
+    if (count > rd_left(r) / 4) return -1; /* each str needs at least its u32 length: bounds the allocation */
+    char **v = calloc((size_t)count + extra + 1, sizeof *v);
+    if (!v) return -1;
+    for (uint32_t i = 0; i < count; i++) {
+        if (rd_cstr(r, &v[i]) < 0) {
+            free_strv(v);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+static void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+/* In the child between fork and exec. Only async-signal-safe calls plus what execvp needs. */
+static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w, int err_w, int st_w) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    setsid();
+    if (chdir(cwd) < 0) {
+        unsigned char msg[5] = {'C'};
+        put_u32(msg + 1, (uint32_t)errno);
+        (void)!write(st_w, msg, sizeof msg);
+        _exit(126);
+    }
+    (void)!write(st_w, "K", 1);
+    if (in_r < 0) in_r = open("/dev/null", O_RDONLY);
+    if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
+    /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+    umask(022);
+    environ = envp; /* execvp searches the run's own PATH, as the spec says */
+    execvp(argv[0], argv);
+    dprintf(2, "berth-agent: exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void do_exec(uint32_t chan, struct rd *r) {
+    uint32_t flags, timeout_ms;
+    char *cwd = NULL, **argv = NULL, **envp = NULL;
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, pst[2] = {-1, -1};
+    if (rd_u32(r, &flags) < 0 || rd_u32(r, &timeout_ms) < 0 || rd_cstr(r, &cwd) < 0 || rd_strv(r, &argv, 0) < 0 ||
+        rd_strv(r, &envp, 1) < 0 || rd_left(r) != 0) {
+        protocol_error("malformed EXEC payload on channel %u (%zu bytes)", chan, r->len);
+        goto out;
+    }
+    if (!argv[0]) {
+        send_error(chan, EINVAL, "argv is empty");
+        goto out;
+    }
+    if (flags & ~EXEC_STDIN) {
+        send_error(chan, EINVAL, "unknown EXEC flags 0x%x", flags);
+        goto out;
+    }
+    if (g_nprocs >= MAX_RUNS) {
+        send_error(chan, EAGAIN, "too many runs (%d)", g_nprocs);
+        goto out;
+    }
+    struct proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        send_error(chan, ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(p->marker, sizeof p->marker, "%s-%u", g_session_tag, chan);
+    size_t ne = 0;
+    while (envp[ne]) ne++;
+    if (asprintf(&envp[ne], "BERTH_RUN=%s", p->marker) < 0) envp[ne] = NULL;
+    if (!envp[ne] || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 || pipe2(pst, O_CLOEXEC) < 0 ||
+        ((flags & EXEC_STDIN) && pipe2(pin, O_CLOEXEC) < 0)) {
+        send_error(chan, errno ? errno : ENOMEM, "creating pipes: %s", strerror(errno));
+        free(p);
+        goto out;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        send_error(chan, errno, "fork: %s", strerror(errno));
+        free(p);
+        goto out;
+    }
+    if (pid == 0) child(cwd, argv, envp, pin[0], pout[1], perr[1], pst[1]);
+    close_fd(&pin[0]);
+    close_fd(&pout[1]);
+    close_fd(&perr[1]);
+    close_fd(&pst[1]);
+    /* the child only does setsid+chdir before answering, so this blocking read is short */
+    unsigned char st[5];
+    size_t got = 0;
+    while (got < 1) {
+        ssize_t n = read(pst[0], st, sizeof st);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got = (size_t)n;
+        while (st[0] == 'C' && got < 5) {
+            n = read(pst[0], st + got, 5 - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+    }
+    if (got == 0 || st[0] != 'K') {
+        int e = EIO;
+        if (got == 5 && st[0] == 'C') e = (int)(((uint32_t)st[1] << 24) | ((uint32_t)st[2] << 16) | ((uint32_t)st[3] << 8) | st[4]);
+        /* reap it here: it never became a run, so the SIGCHLD loop must not see it */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+        if (got == 0) send_error(chan, EIO, "child for %s died before exec", argv[0]);
+        else send_error(chan, e, "cwd %s: %s", cwd, strerror(e));
+        close_fd(&pin[1]);
+        close_fd(&pout[0]);
+        close_fd(&perr[0]);
+        free(p);
+        goto out;
+    }
+    p->chan = chan;
+    p->attached = 1;
+    p->pid = pid;
+    p->fd_out = pout[0];
+    p->fd_err = perr[0];
+    p->fd_in = pin[1];
+    pin[1] = pout[0] = perr[0] = -1;
+    set_nonblock(p->fd_out);
+    set_nonblock(p->fd_err);
+    if (p->fd_in >= 0) set_nonblock(p->fd_in);
+    p->idx_out = p->idx_err = p->idx_in = -1;
+    if (timeout_ms) p->timeout_at = now_ms() + timeout_ms;
+    p->next = g_procs;
+    g_procs = p;
+    g_nprocs++;
+    unsigned char sp[4];
+    put_u32(sp, (uint32_t)pid);
+    send_frame(T_STARTED, chan, sp, sizeof sp);
+out:
+    close_fd(&pst[0]);
+    close_fd(&pin[0]);
+    close_fd(&pin[1]);
+    close_fd(&pout[0]);
+    close_fd(&pout[1]);
+    close_fd(&perr[0]);
+    close_fd(&perr[1]);
+    free(cwd);
+    free_strv(argv);
+    free_strv(envp);
+}
+
+static void pump_stdin(struct proc *p) {
+    while (p->fd_in >= 0 && p->in.len > 0) {
+        ssize_t n = write(p->fd_in, p->in.data + p->in.head, p->in.len);
+        if (n > 0) {
+            buf_consume(&p->in, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        close_stdin(p); /* EPIPE: the child closed its stdin; the rest is of no use */
+        return;
+    }
+    if (p->fd_in >= 0 && p->in.len == 0 && p->in_close_pending) close_stdin(p);
+}
+
+int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
+    if (type == T_EXEC) {
+        do_exec(chan, r);
+        return 0;
+    }
+    struct proc *p = find_chan(chan);
+    if (type == T_STDIN) {
+        /* a run that already ended (EXIT crossing STDIN on the wire) or has no stdin pipe: drop the bytes */
+        if (!p || p->fd_in < 0) return 0;
+        size_t n = rd_left(r);
+        if (n == 0) {
+            p->in_close_pending = 1;
+        } else if (p->in.len + n > STDIN_BUF_MAX) {
+            logmsg("run %s: child does not read stdin, %zu bytes buffered; closing its stdin", p->marker, p->in.len);
+            close_stdin(p);
+            return 0;
+        } else if (buf_append(&p->in, r->p + r->off, n) < 0) {
+            logmsg("run %s: out of memory buffering stdin; closing its stdin", p->marker);
+            close_stdin(p);
+            return 0;
+        }
+        pump_stdin(p);
+        return 0;
+    }
+    /* T_SIGNAL */
+    uint32_t signo;
+    if (rd_u32(r, &signo) < 0 || rd_left(r) != 0 || signo < 1 || signo > 64) {
+        protocol_error("malformed SIGNAL on channel %u (%zu bytes, signo %u)", chan, r->len, rd_left(r) == 0 ? signo : 0);
+        return -1;
+    }
+    if (p) signal_tree(p, (int)signo);
+    return 0;
+}
+
+void exec_detach_all(void) {
+    for (struct proc *p = g_procs; p; p = p->next) {
+        p->attached = 0;
+        close_stdin(p); /* no host can feed it any more */
+    }
+}
+
+int exec_poll_fill(struct pollfd *pfd, int max, int backpressure) {
+    int n = 0;
+    for (struct proc *p = g_procs; p; p = p->next) {
+        p->idx_out = p->idx_err = p->idx_in = -1;
+        if (n + 3 > max) continue;
+        /* detached runs are always drained (and discarded) so they never block on a full pipe */
+        int rd = !backpressure || !p->attached;
+        if (p->fd_out >= 0 && rd) {
+            p->idx_out = n;
+            pfd[n++] = (struct pollfd){.fd = p->fd_out, .events = POLLIN};
+        }
+        if (p->fd_err >= 0 && rd) {
+            p->idx_err = n;
+            pfd[n++] = (struct pollfd){.fd = p->fd_err, .events = POLLIN};
+        }
+        if (p->fd_in >= 0 && p->in.len > 0) {
+            p->idx_in = n;
+            pfd[n++] = (struct pollfd){.fd = p->fd_in, .events = POLLOUT};
+        }
+    }
+    return n;
+}
+
+static void pump_out(struct proc *p, int *fd, uint8_t type) {
+    ssize_t n = read(*fd, g_rbuf, sizeof g_rbuf);
+    if (n > 0) {
+        if (p->attached) send_frame(type, p->chan, g_rbuf, (size_t)n);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    close_fd(fd); /* EOF (or a read error, which ends the stream the same way) */
+}
+
+void exec_poll_handle(struct pollfd *pfd, int n) {
+    struct proc *next;
+    for (struct proc *p = g_procs; p; p = next) {
+        next = p->next;
+        if (p->idx_out >= 0 && p->idx_out < n && pfd[p->idx_out].revents) pump_out(p, &p->fd_out, T_STDOUT);
+        if (p->idx_err >= 0 && p->idx_err < n && pfd[p->idx_err].revents) pump_out(p, &p->fd_err, T_STDERR);
+        if (p->idx_in >= 0 && p->idx_in < n && pfd[p->idx_in].revents) pump_stdin(p);
+        p->idx_out = p->idx_err = p->idx_in = -1;
+        maybe_finish(p);
+    }
+}
+
+void exec_on_sigchld(void) {
+    int status;
+    pid_t pid;
+    /* reaps everything: our runs, and orphans reparented to us as PID 1 or subreaper */
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (struct proc *p = g_procs; p; p = p->next) {
+            if (p->pid == pid && !p->reaped) {
+                p->reaped = 1;
+                p->status = status;
+                p->grace_at = now_ms() + DRAIN_GRACE_MS;
+                maybe_finish(p);
+                break;
+            }
+        }
+    }
+}
+
+int64_t exec_timers(int64_t now) {
+    int64_t next = -1;
+    struct proc *nx;
+    for (struct proc *p = g_procs; p; p = nx) {
+        nx = p->next;
+        if (p->timeout_at && !p->reaped) {
+            if (now >= p->timeout_at) {
+                p->timed_out = 1;
+                p->timeout_at = 0;
+                signal_tree(p, SIGKILL);
+            } else if (next < 0 || p->timeout_at < next) {
+                next = p->timeout_at;
+            }
+        }
+        if (p->reaped) {
+            if (now >= p->grace_at) {
+                if (p->attached && g_outq.len >= OUTQ_HIGH) {
+                    /* the pipes were not read while the host was slow: the grace only runs while we drain */
+                    p->grace_at = now + DRAIN_GRACE_MS;
+                } else {
+                    finish(p);
+                    continue;
+                }
+            }
+            if (next < 0 || p->grace_at < next) next = p->grace_at;
+        }
+    }
+    return next;
+}

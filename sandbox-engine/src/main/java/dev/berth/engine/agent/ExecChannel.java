@@ -1,0 +1,89 @@
+package dev.berth.engine.agent;
+
+import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
+
+/** Host-side state of one EXEC channel: STARTED/ERROR resolve {@link #started}, EXIT resolves {@link #exit()}. */
+final class ExecChannel implements ExecHandle {
+    private final AgentClient client;
+    private final int chan;
+    private final ExecListener listener;
+    final CompletableFuture<Integer> started = new CompletableFuture<>();
+    private final CompletableFuture<ExecExit> exit = new CompletableFuture<>();
+    private volatile boolean stdinClosed;
+
+    ExecChannel(AgentClient client, int chan, ExecListener listener) {
+        this.client = client;
+        this.chan = chan;
+        this.listener = listener;
+    }
+
+    /** Handles one frame on this channel (reader thread). Returns true when it was the final frame. */
+    boolean onFrame(Frame f) throws ProtocolException {
+        PayloadReader r = new PayloadReader(f);
+        switch (f.type()) {
+            case Protocol.STARTED -> {
+                int pid = r.i32();
+                r.end();
+                if (started.isDone()) throw new ProtocolException("second STARTED on channel " + chan);
+                started.complete(pid);
+                return false;
+            }
+            case Protocol.STDOUT -> { requireStarted(f); listener.onStdout(r.rest()); return false; }
+            case Protocol.STDERR -> { requireStarted(f); listener.onStderr(r.rest()); return false; }
+            case Protocol.EXIT -> {
+                requireStarted(f);
+                int code = r.i32();
+                int sig = r.i32();
+                int timedOut = r.u8();
+                r.end();
+                exit.complete(new ExecExit(code, sig, timedOut != 0));
+                return true;
+            }
+            case Protocol.ERROR -> {
+                AgentException e = AgentClient.errorOf(f, "EXEC");
+                if (!started.completeExceptionally(e)) exit.completeExceptionally(e);
+                return true;
+            }
+            default -> throw new ProtocolException("unexpected " + f + " on exec channel " + chan);
+        }
+    }
+
+    private void requireStarted(Frame f) throws ProtocolException {
+        if (!started.isDone()) throw new ProtocolException(f + " before STARTED");
+    }
+
+    void fail(AgentException e) {
+        started.completeExceptionally(e);
+        exit.completeExceptionally(e);
+    }
+
+    @Override
+    public int pid() { return started.join(); }
+
+    @Override
+    public void writeStdin(byte[] data) throws IOException {
+        if (stdinClosed) throw new IllegalStateException("stdin of channel " + chan + " is already closed");
+        // an empty STDIN frame means "close", so empty writes are simply not sent; large ones are split
+        for (int off = 0; off < data.length; off += Protocol.MAX_PAYLOAD) {
+            int n = Math.min(Protocol.MAX_PAYLOAD, data.length - off);
+            client.send(Protocol.STDIN, chan, data, off, n);
+        }
+    }
+
+    @Override
+    public void closeStdin() throws IOException {
+        if (stdinClosed) return;
+        stdinClosed = true;
+        client.send(Protocol.STDIN, chan, new byte[0], 0, 0);
+    }
+
+    @Override
+    public void signal(int signo) throws IOException {
+        if (signo < 1 || signo > 64) throw new IllegalArgumentException("signal number out of range 1..64: " + signo);
+        client.send(Protocol.SIGNAL, chan, new PayloadWriter().u32(signo).toBytes(), 0, 4);
+    }
+
+    @Override
+    public CompletableFuture<ExecExit> exit() { return exit; }
+}
