@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.agent.Tunnel;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.DriverCapabilities;
 import dev.berth.engine.spi.Resources;
@@ -14,6 +15,7 @@ import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -39,12 +41,16 @@ class MicrovmDriverTest {
     static Sandbox shared;
     static final List<Sandbox> all = new ArrayList<>();
 
-    static StartRequest request(String id, StartRequest.Mode mode) {
-        return new StartRequest(id, root.resolve(id).resolve("state"), root.resolve(id).resolve("run"), mode, SMALL, 0);
+    static StartRequest request(String id, StartRequest.Mode mode) { return request(id, mode, 0); }
+
+    static StartRequest request(String id, StartRequest.Mode mode, int proxyPort) {
+        return new StartRequest(id, root.resolve(id).resolve("state"), root.resolve(id).resolve("run"), mode, SMALL, proxyPort);
     }
 
-    static Sandbox start(String id, StartRequest.Mode mode) throws SandboxException {
-        Sandbox s = driver.start(request(id, mode));
+    static Sandbox start(String id, StartRequest.Mode mode) throws SandboxException { return start(id, mode, 0); }
+
+    static Sandbox start(String id, StartRequest.Mode mode, int proxyPort) throws SandboxException {
+        Sandbox s = driver.start(request(id, mode, proxyPort));
         synchronized (all) { all.add(s); }
         return s;
     }
@@ -52,7 +58,7 @@ class MicrovmDriverTest {
     @BeforeAll
     static void bootShared() throws Exception {
         driver = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST);
-        shared = start("ws-shared", new StartRequest.Fresh());
+        shared = start("ws-shared", new StartRequest.Fresh(), 3128);
     }
 
     @AfterAll
@@ -161,6 +167,38 @@ class MicrovmDriverTest {
     }
 
     @Test
+    void egress_guestConnectsToProxyPort_bytesReachTheHostTunnelHandler() throws Exception {
+        java.util.concurrent.BlockingQueue<Integer> ports = new java.util.concurrent.LinkedBlockingQueue<>();
+        shared.agent().setTunnelHandler(tunnel -> {
+            ports.add(tunnel.port());
+            return new Tunnel.Sink() {
+                @Override public void onData(ByteBuffer data) {
+                    ByteBuffer copy = ByteBuffer.allocate(data.remaining());
+                    copy.put(data).flip();
+                    tunnel.write(copy);
+                }
+                @Override public void onClose() { tunnel.shutdownOutput(); }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        Guest.Result r = Guest.sh(shared.agent(), "echo through-the-agent | nc -w 3 127.0.0.1 3128");
+        assertEquals("through-the-agent\n", r.out(), r.err());
+        assertEquals(3128, ports.poll(5, java.util.concurrent.TimeUnit.SECONDS));
+    }
+
+    @Test
+    void resume_afterQemuCrash_bootsColdOnTheWorkspaceDisk() throws Exception {
+        Sandbox ws = start("ws-crashy", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo kept > /workspace/f; echo lost > /tmp/f; sync");
+        driver.cleanupRuntime(request("ws-crashy", new StartRequest.Resume()).runtimeDir());
+        assertFalse(ws.isAlive());
+        Sandbox back = start("ws-crashy", new StartRequest.Resume());
+        assertEquals("kept\n", Guest.sh(back.agent(), "cat /workspace/f").out());
+        assertEquals("", Guest.sh(back.agent(), "cat /tmp/f 2>/dev/null; true").out());
+        back.destroy();
+    }
+
+    @Test
     void start_withTooLittleMemory_isRefusedWithAReason() {
         StartRequest r = new StartRequest("ws-tiny", root.resolve("ws-tiny/state"), root.resolve("ws-tiny/run"),
                 new StartRequest.Fresh(), new Resources(1, 64, 128, 1024), 0);
@@ -183,6 +221,9 @@ class MicrovmDriverTest {
         assertFalse(ProcessHandle.of(hostPid).map(ProcessHandle::isAlive).orElse(false), "QEMU is gone while parked");
         assertFalse(Files.exists(request("ws-park", new StartRequest.Resume()).runtimeDir().resolve("qmp.sock")));
 
+        Path parkedSnap = root.resolve("snap-parked");
+        driver.snapshotParked(request("ws-park", new StartRequest.Resume()).stateDir(), parkedSnap);
+
         Sandbox back = start("ws-park", new StartRequest.Resume());
         assertEquals("in-tmpfs\n", Guest.sh(back.agent(), "cat /tmp/t").out());
         assertEquals("on-disk\n", Guest.sh(back.agent(), "cat /workspace/d").out());
@@ -194,6 +235,14 @@ class MicrovmDriverTest {
         long guestNow = Long.parseLong(Guest.sh(back.agent(), "date +%s").out().strip());
         assertTrue(Math.abs(guestNow - System.currentTimeMillis() / 1000) < 5, "clock set after restore");
         back.destroy();
+
+        // The snapshot taken while parked forks into a machine with the same memory.
+        Sandbox fork = start("ws-park-fork", new StartRequest.Fork(parkedSnap));
+        assertEquals("in-tmpfs\n", Guest.sh(fork.agent(), "cat /tmp/t").out());
+        long c = Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip());
+        Thread.sleep(400);
+        assertTrue(Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip()) > c);
+        fork.destroy();
     }
 
     @Test
