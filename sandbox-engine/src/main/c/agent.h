@@ -52,7 +52,9 @@
 /* ---- local limits (not part of the wire contract; see README.md) ---- */
 #define OUTQ_HIGH (1u << 20)          /* stop reading child pipes / tunnel clients above this many queued bytes */
 #define OUTQ_HOST_STOP (16u << 20)    /* stop reading host frames above this (host is not reading its answers) */
-#define STDIN_BUF_MAX (8u << 20)      /* per process: stdin bytes buffered for a child that does not read */
+#define STDIN_HIGH (1u << 20)         /* per run: above this many unread stdin bytes, stop reading the host ... */
+#define STDIN_STALL_MS 1000           /* ... unless the child has not read any of it for this long (then buffer) */
+#define STDIN_BUF_MAX (64u << 20)     /* per run: hard cap; a child this far behind gets its stdin closed */
 #define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel: host bytes buffered for a client that does not read */
 
 /* ---- growable byte buffer with a consumed prefix (used for the outbound queue and per-fd write buffers) ---- */
@@ -107,6 +109,8 @@ void exec_poll_handle(struct pollfd *pfd, int n);
 void exec_on_sigchld(void);
 int64_t exec_timers(int64_t now);                /* runs expired timers; returns next deadline or -1 */
 int exec_count(void);
+/* a run's stdin buffer is above STDIN_HIGH and its child still reads: pause reading host frames (flow control) */
+int exec_stdin_blocking(int64_t now);
 
 /* ---- files and guest operations (files.c) ---- */
 int files_handle(uint8_t type, uint32_t chan, struct rd *r);

@@ -298,7 +298,7 @@ static void host_read(void) {
                 }
                 return;
             }
-            if (g_outq.len >= OUTQ_HOST_STOP) return;
+            if (g_outq.len >= OUTQ_HOST_STOP || exec_stdin_blocking(now_ms())) return;
             continue;
         }
         if (n == 0) {
@@ -414,6 +414,12 @@ int main(int argc, char **argv) {
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    /* outside a VM, SIGTERM/SIGINT end the agent cleanly (runs are left to the sandbox teardown). As PID 1 they
+     * stay unhandled: the kernel then never delivers them, and an exiting init would panic the VM. */
+    if (getpid() != 1) {
+        sigaddset(&chld, SIGTERM);
+        sigaddset(&chld, SIGINT);
+    }
     sigprocmask(SIG_BLOCK, &chld, NULL);
     int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) {
@@ -452,7 +458,7 @@ int main(int argc, char **argv) {
         if (g_hfd >= 0) {
             int idle = g_mode == MODE_DEVICE && now < g_dev_idle_until;
             short ev = 0;
-            if (!idle && g_outq.len < OUTQ_HOST_STOP) ev |= POLLIN;
+            if (!idle && g_outq.len < OUTQ_HOST_STOP && !exec_stdin_blocking(now)) ev |= POLLIN;
             if (g_outq.len > 0) ev |= POLLOUT;
             if (idle && (deadline < 0 || g_dev_idle_until < deadline)) deadline = g_dev_idle_until;
             if (ev) {
@@ -488,7 +494,14 @@ int main(int argc, char **argv) {
         }
         if (pfd[sig_idx].revents & POLLIN) {
             struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == sizeof si) {}
+            while (read(sfd, &si, sizeof si) == sizeof si) {
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                    logmsg("signal %u: exiting", si.ssi_signo);
+                    free(pfd);
+                    free(g_in);
+                    return 0;
+                }
+            }
             /* signals coalesce: exec_on_sigchld reaps in a loop until no child is left to reap */
             exec_on_sigchld();
         }

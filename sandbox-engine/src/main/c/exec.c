@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,6 +32,7 @@ struct proc {
     int fd_out, fd_err, fd_in;
     struct buf in;         /* STDIN bytes the child has not read yet */
     int in_close_pending;  /* empty STDIN seen: close the pipe once `in` is written */
+    int64_t in_progress_at; /* last time the child took stdin bytes (or the buffer crossed STDIN_HIGH) */
     int64_t timeout_at;    /* 0 = none */
     int timed_out;
     int64_t grace_at;      /* set when reaped: EXIT at the latest then, even if a pipe is still held */
@@ -42,9 +44,29 @@ static struct proc *g_procs;
 static int g_nprocs;
 static char g_rbuf[OUT_CHUNK];
 
-void exec_init(void) {}
+static struct rlimit g_nofile; /* the limit we were started with; runs get it back */
+
+/* 1024 runs use up to 3 pipes each: raise our own descriptor limit, but not the runs' */
+void exec_init(void) {
+    if (getrlimit(RLIMIT_NOFILE, &g_nofile) < 0) return;
+    struct rlimit raised = g_nofile;
+    raised.rlim_cur = raised.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) < 0) logmsg("raising RLIMIT_NOFILE: %s", strerror(errno));
+}
 
 int exec_count(void) { return g_nprocs; }
+
+/*
+ * BAP/1 has no window for STDIN, so the agent's only flow control is to stop reading the host stream: the host's
+ * writes then block, which is the back-pressure a slow consumer needs. A child that stops reading altogether must
+ * not wedge the session, so after STDIN_STALL_MS without progress its bytes are buffered instead (up to
+ * STDIN_BUF_MAX) and the host is read again.
+ */
+int exec_stdin_blocking(int64_t now) {
+    for (struct proc *p = g_procs; p; p = p->next)
+        if (p->attached && p->fd_in >= 0 && p->in.len >= STDIN_HIGH && now - p->in_progress_at < STDIN_STALL_MS) return 1;
+    return 0;
+}
 
 static struct proc *find_chan(uint32_t chan) {
     for (struct proc *p = g_procs; p; p = p->next)
@@ -250,6 +272,7 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
     syscall(SYS_close_range, 3u, ~0u, 0u);
     umask(022);
+    setrlimit(RLIMIT_NOFILE, &g_nofile);
     environ = envp; /* execvp searches the run's own PATH, as the spec says */
     execvp(argv[0], argv);
     dprintf(2, "berth-agent: exec %s: %s\n", argv[0], strerror(errno));
@@ -367,6 +390,7 @@ static void pump_stdin(struct proc *p) {
         ssize_t n = write(p->fd_in, p->in.data + p->in.head, p->in.len);
         if (n > 0) {
             buf_consume(&p->in, (size_t)n);
+            p->in_progress_at = now_ms();
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -393,10 +417,14 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
             logmsg("run %s: child does not read stdin, %zu bytes buffered; closing its stdin", p->marker, p->in.len);
             close_stdin(p);
             return 0;
-        } else if (buf_append(&p->in, r->p + r->off, n) < 0) {
-            logmsg("run %s: out of memory buffering stdin; closing its stdin", p->marker);
-            close_stdin(p);
-            return 0;
+        } else {
+            int was_below = p->in.len < STDIN_HIGH;
+            if (buf_append(&p->in, r->p + r->off, n) < 0) {
+                logmsg("run %s: out of memory buffering stdin; closing its stdin", p->marker);
+                close_stdin(p);
+                return 0;
+            }
+            if (was_below && p->in.len >= STDIN_HIGH) p->in_progress_at = now_ms(); /* the stall clock starts now */
         }
         pump_stdin(p);
         return 0;
@@ -493,6 +521,11 @@ int64_t exec_timers(int64_t now) {
             } else if (next < 0 || p->timeout_at < next) {
                 next = p->timeout_at;
             }
+        }
+        if (p->attached && p->fd_in >= 0 && p->in.len >= STDIN_HIGH && now - p->in_progress_at < STDIN_STALL_MS) {
+            /* wake up when the stall window ends, to read the host again */
+            int64_t t = p->in_progress_at + STDIN_STALL_MS;
+            if (next < 0 || t < next) next = t;
         }
         if (p->reaped) {
             if (now >= p->grace_at) {

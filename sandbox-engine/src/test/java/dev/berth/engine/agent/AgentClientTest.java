@@ -83,6 +83,34 @@ class AgentClientTest {
     }
 
     @Test
+    void exec_hostStalled_outputOfAnEndedRunIsNotCutByDrainGrace() throws Exception {
+        // run A floods the queue and its listener stalls the reader for 1.5 s, so the agent stops reading pipes;
+        // run B ends meanwhile. The drain grace must only count while pipes are read, or B's output is lost.
+        Output b = new Output();
+        ExecHandle hb = client.exec(sh("sleep 0.3; echo from-b"), b);
+        Output a = new Output() {
+            private boolean stalled;
+
+            @Override
+            public synchronized void onStdout(byte[] data) {
+                super.onStdout(data);
+                if (stalled) return;
+                stalled = true;
+                try {
+                    Thread.sleep(1500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        ExecHandle ha = client.exec(sh("head -c 4000000 /dev/zero"), a);
+        assertEquals(0, hb.exit().get(20, TimeUnit.SECONDS).exitCode());
+        assertEquals("from-b\n", b.stdout());
+        assertEquals(0, ha.exit().get(20, TimeUnit.SECONDS).exitCode());
+        assertEquals(4_000_000, a.stdoutBytes().length);
+    }
+
+    @Test
     void exec_stdinPiped_isPassedThroughAndClosed() throws Exception {
         Output out = new Output();
         byte[] data = new byte[3 << 20];
@@ -92,6 +120,36 @@ class AgentClientTest {
         h.closeStdin();
         assertEquals(0, h.exit().get(20, TimeUnit.SECONDS).exitCode(), out.stderr());
         assertEquals(hex(MessageDigest.getInstance("SHA-256").digest(data)) + "  -\n", out.stdout());
+    }
+
+    @Test
+    void exec_20MegabytesThroughCat_stdinAndStdoutStreamWithoutLoss() throws Exception {
+        byte[] data = new byte[20_000_000];
+        new Random(11).nextBytes(data);
+        Output out = new Output();
+        ExecHandle h = client.exec(new ExecRequest(List.of("cat"), List.of("PATH=/usr/bin:/bin"), "/", 0, true), out);
+        // more than the agent buffers for one run: this only passes if STDIN applies back-pressure instead of dropping
+        h.writeStdin(data);
+        h.closeStdin();
+        assertEquals(0, h.exit().get(20, TimeUnit.SECONDS).exitCode(), out.stderr());
+        assertArrayEquals(MessageDigest.getInstance("SHA-256").digest(data), MessageDigest.getInstance("SHA-256").digest(out.stdoutBytes()));
+    }
+
+    @Test
+    void exec_childNeverReadsStdin_sessionStaysResponsive() throws Exception {
+        ExecHandle h = client.exec(new ExecRequest(List.of("sleep", "30"), List.of("PATH=/usr/bin:/bin"), "/", 0, true), new Output());
+        Thread writer = Thread.ofVirtual().start(() -> {
+            try {
+                h.writeStdin(new byte[4 << 20]);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        writer.join(10_000);
+        assertFalse(writer.isAlive(), "host writes must not block forever on a child that never reads");
+        assertTrue(client.ping().compareTo(Duration.ofSeconds(5)) < 0);
+        h.signal(9);
+        assertEquals(9, h.exit().get(10, TimeUnit.SECONDS).termSignal());
     }
 
     @Test

@@ -77,9 +77,9 @@ final class AgentHarness implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        process.destroyForcibly();
+        process.destroy(); // SIGTERM: a clean exit, so sanitizer builds can report leaks
         try {
-            process.waitFor(5, TimeUnit.SECONDS);
+            if (!process.waitFor(2, TimeUnit.SECONDS)) process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -109,7 +109,7 @@ final class AgentHarness implements AutoCloseable {
     }
 
     /** Collected output of one run. */
-    static final class Output implements ExecListener {
+    static class Output implements ExecListener {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
