@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the Berth test guest image: the extracted Debian cloud kernel + a small *uncompressed* newc initramfs
-# holding busybox (static), the virtio/overlay modules, /init (images/init) and the guest agent.
+# holding busybox (static), the virtio/overlay modules, /init (images/init), the guest agent and berth-reseed.
 # Reproducible: sorted file list, fixed mtimes, root ownership. Takes about a second.
 # Usage: build-test-image.sh <out-dir> <kernel-dir from fetch-kernel.sh> <busybox-static> <berth-agent>
 set -eu
@@ -22,7 +22,9 @@ for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_
 done
 cp "$here/init" "$root/init"
 cp "$agent" "$root/sbin/berth-agent"
-chmod 0755 "$root/init" "$root/sbin/berth-agent" "$root/bin/busybox"
+${CC:-cc} -O2 -static -o "$root/sbin/berth-reseed" "$here/berth-reseed.c"
+strip "$root/sbin/berth-reseed"
+chmod 0755 "$root/init" "$root/sbin/berth-agent" "$root/sbin/berth-reseed" "$root/bin/busybox"
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\n' > "$root/etc/group"
 mkdir -p "$out"

@@ -91,6 +91,7 @@ public final class ImageBuilder {
                 String hash = hashInputs("test-image-v1",
                         Files.readAllBytes(scripts.resolve("build-test-image.sh")),
                         Files.readAllBytes(scripts.resolve("init")),
+                        Files.readAllBytes(scripts.resolve("berth-reseed.c")),
                         kernelDir.getFileName().toString().getBytes(StandardCharsets.UTF_8),
                         Files.readAllBytes(busybox), agent);
                 String id = "test-" + hash;

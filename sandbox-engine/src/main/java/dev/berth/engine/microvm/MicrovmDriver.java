@@ -190,12 +190,35 @@ public final class MicrovmDriver implements IsolationDriver {
                 byte[] seed = new byte[64];
                 random.nextBytes(seed);
                 agent.seedRng(seed);
+                reseed(agent);
             }
         } catch (IOException | RuntimeException e) {
             m.kill();
             throw new IOException("guest agent: " + e.getMessage() + QemuMachine.log(req.runtimeDir()), e);
         }
         return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent);
+    }
+
+    /**
+     * Forces the guest CRNG to reseed from the pool the host seed went into (see images/berth-reseed.c): without it,
+     * forks of one snapshot return the same /dev/urandom bytes until the kernel's next timed reseed.
+     */
+    static void reseed(AgentClient agent) throws IOException {
+        try {
+            var h = agent.exec(new dev.berth.engine.agent.ExecRequest(List.of("/sbin/berth-reseed"), List.of(), "/", 10_000, false),
+                    new dev.berth.engine.agent.ExecListener() {
+                        @Override public void onStdout(byte[] d) { }
+                        @Override public void onStderr(byte[] d) { }
+                    });
+            var exit = h.exit().get(15, TimeUnit.SECONDS);
+            if (exit.exitCode() != 0 || exit.termSignal() != 0)
+                throw new IOException("guest CRNG reseed failed (" + exit + "): the fork would share random numbers with its siblings");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted during guest reseed");
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IOException("guest CRNG reseed: " + e, e);
+        }
     }
 
     static AgentClient connectAgent(QemuMachine m, Duration timeout) throws IOException {

@@ -54,8 +54,17 @@ final class MicrovmSandbox implements Sandbox {
             machine.stopAndSave(tmp);
             machine.quit();
             stopped = true;
-            // Durable before we call it parked: the RAM file (share=on) and the device state.
-            if (spec.memShared()) VmSpec.fsync(stateDir.resolve(spec.memPath()));
+            // Durable before we call it parked: the RAM file (share=on) and the device state. Zero pages (most of
+            // them: the guest runs with init_on_free=1) become holes first, so the parked RAM file is small.
+            if (spec.memShared()) {
+                Path ram = stateDir.resolve(spec.memPath());
+                try {
+                    ImageBuilder.run(List.of("fallocate", "--dig-holes", ram.toString()), 120);
+                } catch (IOException e) {
+                    // not every filesystem can punch holes; the file is then just larger
+                }
+                VmSpec.fsync(ram);
+            }
             VmSpec.fsync(tmp);
             Files.move(tmp, stateDir.resolve("state"), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
                     java.nio.file.StandardCopyOption.REPLACE_EXISTING);
