@@ -45,6 +45,7 @@ public final class MicrovmDriver implements IsolationDriver {
     private final ImageKind kind;
     private final String qemu;
     private volatile Accel accel;
+    private volatile GuestImage image;
     private final SecureRandom random = new SecureRandom();
 
     public MicrovmDriver(ImageBuilder images, ImageKind kind) {
@@ -99,7 +100,22 @@ public final class MicrovmDriver implements IsolationDriver {
         return a;
     }
 
+    /**
+     * The image this driver runs, resolved once per driver (resolving asks apt for the kernel version and hashes
+     * every input: about a second, too much for every start). A new driver instance sees a rebuilt image.
+     */
     GuestImage image() throws IOException {
+        GuestImage img = image;
+        if (img == null) {
+            synchronized (this) {
+                if (image == null) image = resolveImage();
+                img = image;
+            }
+        }
+        return img;
+    }
+
+    private GuestImage resolveImage() throws IOException {
         return switch (kind) {
             case TEST -> images.testImage();
             case DEVELOPER -> {

@@ -58,6 +58,8 @@ final class QemuMachine implements AutoCloseable {
         a.add("-object"); a.add("memory-backend-file,id=mem,size=" + spec.memoryMiB() + "M,mem-path="
                 + opt(specDir.resolve(spec.memPath()).toString()) + ",share=" + (spec.memShared() ? "on" : "off"));
         a.add("-nodefaults"); a.add("-no-user-config"); a.add("-display"); a.add("none"); a.add("-no-reboot");
+        // seccomp for QEMU itself; spawn stays allowed because save/restore go through exec:cat (7.2 has no file:)
+        a.add("-sandbox"); a.add("on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny");
         a.add("-kernel"); a.add(spec.kernel());
         a.add("-initrd"); a.add(spec.initramfs());
         StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=1");
