@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@
 #endif
 
 #define MAX_POLL 8192
-#define RECONNECT_MIN_MS 50
+#define RECONNECT_MIN_MS 10
 #define RECONNECT_MAX_MS 2000
 #define DEVICE_IDLE_MS 100
 
@@ -182,6 +183,14 @@ static int open_device(void) {
     if (fd < 0) {
         logmsg("open %s: %s (retrying)", g_target, strerror(errno));
         return -1;
+    }
+    if (isatty(fd)) {
+        /* a console (hvc, or a pty in tests) must not cook the binary stream: no echo, no CR/LF mapping, no ^C */
+        struct termios t;
+        if (tcgetattr(fd, &t) == 0) {
+            cfmakeraw(&t);
+            if (tcsetattr(fd, TCSANOW, &t) < 0) logmsg("tcsetattr %s: %s", g_target, strerror(errno));
+        }
     }
     g_hfd = fd;
     return 0;

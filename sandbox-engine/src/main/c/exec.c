@@ -479,6 +479,24 @@ static void pump_out(struct proc *p, int *fd, uint8_t type) {
     close_fd(fd); /* EOF (or a read error, which ends the stream the same way) */
 }
 
+/*
+ * The grace is over but what the started process wrote before it ended may still sit in a pipe (the loop may not
+ * have polled it since, e.g. right after a slow host caught up). Read what is there now, without waiting; a bound
+ * keeps a background process that writes continuously from holding us here.
+ */
+static void drain_final(struct proc *p) {
+    for (int i = 0; i < 16 && p->fd_out >= 0; i++) {
+        ssize_t n = read(p->fd_out, g_rbuf, sizeof g_rbuf);
+        if (n <= 0) break;
+        if (p->attached) send_frame(T_STDOUT, p->chan, g_rbuf, (size_t)n);
+    }
+    for (int i = 0; i < 16 && p->fd_err >= 0; i++) {
+        ssize_t n = read(p->fd_err, g_rbuf, sizeof g_rbuf);
+        if (n <= 0) break;
+        if (p->attached) send_frame(T_STDERR, p->chan, g_rbuf, (size_t)n);
+    }
+}
+
 void exec_poll_handle(struct pollfd *pfd, int n) {
     struct proc *next;
     for (struct proc *p = g_procs; p; p = next) {
@@ -533,6 +551,7 @@ int64_t exec_timers(int64_t now) {
                     /* the pipes were not read while the host was slow: the grace only runs while we drain */
                     p->grace_at = now + DRAIN_GRACE_MS;
                 } else {
+                    drain_final(p);
                     finish(p);
                     continue;
                 }

@@ -2,7 +2,6 @@ package dev.berth.engine.agent;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,8 +11,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -38,14 +35,11 @@ public final class AgentClient implements AutoCloseable {
     private final FrameChannel io;
     /** Host channels in use: an {@link ExecChannel} or a {@code CompletableFuture<Frame>} of a one-shot request. */
     private final Map<Integer, Object> channels = new ConcurrentHashMap<>();
-    private final Map<Integer, TunnelChannel> tunnels = new ConcurrentHashMap<>();
     private final Map<Long, CompletableFuture<Long>> pings = new ConcurrentHashMap<>();
     private final AtomicInteger nextChan = new AtomicInteger(1);
     private final CompletableFuture<Frame> hello = new CompletableFuture<>();
-    /** Tunnel writes are issued from sinks on the reader thread; this thread does the (possibly blocking) writing. */
-    private final ExecutorService tunnelWriter = Executors.newSingleThreadExecutor(Thread.ofVirtual().name("berth-agent-tunnel-writer").factory());
+    private final TunnelRouter tunnels = new TunnelRouter(this);
     private final Thread reader;
-    private volatile TunnelHandler tunnelHandler;
     private volatile AgentException closedBecause;
     private volatile Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
     private volatile int agentCaps;
@@ -102,7 +96,7 @@ public final class AgentClient implements AutoCloseable {
                 .strList(request.env())
                 .toBytes();
         int chan = allocate();
-        ExecChannel ec = new ExecChannel(this, chan, listener);
+        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen());
         channels.put(chan, ec);
         try {
             send(Protocol.EXEC, chan, payload);
@@ -234,9 +228,9 @@ public final class AgentClient implements AutoCloseable {
     // ------------------------------------------------------------------ tunnels
 
     /** Installs the handler for agent-opened egress tunnels (TUNNEL_OPEN). Without one, tunnels are RESET. */
-    public void setTunnelHandler(TunnelHandler handler) { this.tunnelHandler = handler; }
+    public void setTunnelHandler(TunnelHandler handler) { tunnels.setHandler(handler); }
 
-    void forgetTunnel(int chan) { tunnels.remove(chan); }
+    void forgetTunnel(int chan) { tunnels.forget(chan); }
 
     // ------------------------------------------------------------------ lifecycle
 
@@ -252,15 +246,14 @@ public final class AgentClient implements AutoCloseable {
 
     // ------------------------------------------------------------------ internals
 
-    static AgentException errorOf(Frame f, String what) {
-        try {
-            PayloadReader r = new PayloadReader(f);
-            int code = (int) r.u32();
-            String msg = r.str();
-            return new AgentException(code, what + " failed: " + msg + " (errno " + code + ")");
-        } catch (ProtocolException e) {
-            return e;
-        }
+    /** The AgentException an ERROR frame stands for; a malformed ERROR is itself a protocol violation. */
+    static AgentException errorOf(Frame f, String what) throws ProtocolException {
+        PayloadReader r = new PayloadReader(f);
+        long code = r.u32();
+        String msg = r.str();
+        r.end();
+        if (code == 0 || code > 4095) throw new ProtocolException("ERROR with errno " + code + " outside 1..4095: " + msg);
+        return new AgentException((int) code, what + " failed: " + msg + " (errno " + code + ")");
     }
 
     private int allocate() {
@@ -277,7 +270,13 @@ public final class AgentClient implements AutoCloseable {
         try {
             send(type, chan, payload);
             Frame f = await(answer, requestTimeout, what);
-            if (f.type() == Protocol.ERROR) throw errorOf(f, what);
+            if (f.type() == Protocol.ERROR) {
+                try {
+                    throw errorOf(f, what);
+                } catch (ProtocolException e) {
+                    throw protocolViolation(e); // unreachable in practice: dispatch() validated the frame already
+                }
+            }
             return f;
         } finally {
             channels.remove(chan, answer);
@@ -362,7 +361,7 @@ public final class AgentClient implements AutoCloseable {
         }
         if (!hello.isDone()) throw new ProtocolException(f + " before HELLO");
         if ((chan & Protocol.AGENT_CHANNEL_BIT) != 0) {
-            dispatchTunnel(f);
+            tunnels.dispatch(f);
             return;
         }
         Object state = channels.get(chan);
@@ -378,57 +377,10 @@ public final class AgentClient implements AutoCloseable {
             }
         } else if (state instanceof CompletableFuture<?> cf) {
             if (f.type() != Protocol.OK && f.type() != Protocol.ERROR) throw new ProtocolException("unexpected " + f + " on request channel");
+            if (f.type() == Protocol.ERROR) errorOf(f, "request"); // validate on the reader: a bad ERROR closes the client
             @SuppressWarnings("unchecked") CompletableFuture<Frame> answer = (CompletableFuture<Frame>) cf;
             channels.remove(chan, state);
             answer.complete(f);
-        }
-    }
-
-    private void dispatchTunnel(Frame f) throws ProtocolException {
-        int chan = f.chan();
-        PayloadReader r = new PayloadReader(f);
-        if (f.type() == Protocol.TUNNEL_OPEN) {
-            int port = r.u16();
-            r.end();
-            TunnelChannel t = new TunnelChannel(this, tunnelWriter, chan, port);
-            if (tunnels.putIfAbsent(chan, t) != null) throw new ProtocolException("TUNNEL_OPEN on channel 0x" + Integer.toHexString(chan) + " already open");
-            TunnelHandler h = tunnelHandler;
-            Tunnel.Sink sink = null;
-            try {
-                if (h != null) sink = h.onOpen(t);
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "tunnel handler failed", e);
-            }
-            if (sink == null) {
-                t.reset(h == null ? "no tunnel handler on the host" : "tunnel refused by the host");
-                return;
-            }
-            t.sink = sink;
-            return;
-        }
-        TunnelChannel t = tunnels.get(chan);
-        if (t == null) return; // crossed our RESET on the wire
-        Tunnel.Sink sink = t.sink;
-        try {
-            switch (f.type()) {
-                case Protocol.DATA -> sink.onData(ByteBuffer.wrap(r.rest()));
-                case Protocol.CLOSE -> {
-                    r.end();
-                    if (t.remoteClose()) tunnels.remove(chan, t);
-                    sink.onClose();
-                }
-                case Protocol.RESET, Protocol.ERROR -> {
-                    String reason = f.type() == Protocol.RESET ? r.str() : errorOf(f, "tunnel").getMessage();
-                    tunnels.remove(chan, t);
-                    t.remoteReset(reason);
-                }
-                default -> throw new ProtocolException("unexpected " + f + " on tunnel channel");
-            }
-        } catch (ProtocolException e) {
-            throw e;
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "tunnel sink failed on " + f + "; resetting the tunnel", e);
-            t.reset("host-side tunnel sink failed");
         }
     }
 
@@ -445,14 +397,6 @@ public final class AgentClient implements AutoCloseable {
         }
         channels.clear();
         pings.values().forEach(p -> p.completeExceptionally(cause));
-        for (TunnelChannel t : tunnels.values()) {
-            try {
-                t.remoteReset("connection to agent lost: " + cause.getMessage());
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "tunnel sink failed on reset", e);
-            }
-        }
-        tunnels.clear();
-        tunnelWriter.shutdown();
+        tunnels.closeAll("connection to agent lost: " + cause.getMessage());
     }
 }

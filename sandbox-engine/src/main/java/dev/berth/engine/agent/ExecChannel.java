@@ -10,12 +10,14 @@ final class ExecChannel implements ExecHandle {
     private final ExecListener listener;
     final CompletableFuture<Integer> started = new CompletableFuture<>();
     private final CompletableFuture<ExecExit> exit = new CompletableFuture<>();
+    private final boolean stdinOpen;
     private volatile boolean stdinClosed;
 
-    ExecChannel(AgentClient client, int chan, ExecListener listener) {
+    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen) {
         this.client = client;
         this.chan = chan;
         this.listener = listener;
+        this.stdinOpen = stdinOpen;
     }
 
     /** Handles one frame on this channel (reader thread). Returns true when it was the final frame. */
@@ -63,6 +65,8 @@ final class ExecChannel implements ExecHandle {
 
     @Override
     public void writeStdin(byte[] data) throws IOException {
+        // the agent would drop these bytes silently; a caller bug should be loud
+        if (!stdinOpen) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
         if (stdinClosed) throw new IllegalStateException("stdin of channel " + chan + " is already closed");
         // an empty STDIN frame means "close", so empty writes are simply not sent; large ones are split
         for (int off = 0; off < data.length; off += Protocol.MAX_PAYLOAD) {

@@ -155,7 +155,9 @@ class AgentClientTest {
     @Test
     void exec_withoutStdinFlag_readsDevNull() throws Exception {
         Output out = new Output();
-        assertEquals(0, run(sh("cat; echo done"), out).exitCode());
+        ExecHandle h = client.exec(sh("cat; echo done"), out);
+        assertThrows(IllegalStateException.class, () -> h.writeStdin(new byte[] {1}));
+        assertEquals(0, h.exit().get(10, TimeUnit.SECONDS).exitCode());
         assertEquals("done\n", out.stdout());
     }
 

@@ -1,0 +1,156 @@
+package dev.berth.engine.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The host trusts nothing the agent sends: a scripted fake agent breaks the protocol in specific ways. */
+@Timeout(value = 20, unit = TimeUnit.SECONDS)
+class AgentClientHostileAgentTest {
+    private Path dir;
+    private ServerSocketChannel server;
+    private FrameChannel fake;   // the "agent" end, driven by the test
+    private SocketChannel hostEnd;
+
+    @BeforeEach
+    void connect() throws Exception {
+        dir = Files.createTempDirectory("berth-hostile");
+        server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(dir.resolve("s")));
+        hostEnd = SocketChannel.open(UnixDomainSocketAddress.of(dir.resolve("s")));
+        fake = new FrameChannel(server.accept());
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        fake.close();
+        hostEnd.close();
+        server.close();
+        Files.deleteIfExists(dir.resolve("s"));
+        Files.deleteIfExists(dir);
+    }
+
+    /** Runs the handshake against the fake agent, which answers HELLO with {@code version}. */
+    private AgentClient handshake(int version) throws Exception {
+        CompletableFuture<AgentClient> c = CompletableFuture.supplyAsync(() -> {
+            try {
+                return AgentClient.handshake(hostEnd, Duration.ofSeconds(5));
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        Frame hello = fake.read();
+        assertEquals(Protocol.HELLO, hello.type());
+        fake.write(Protocol.HELLO, 0, new PayloadWriter().u16(version).u32(0xf).str("fake").toBytes());
+        try {
+            return c.get(5, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw (Exception) e.getCause().getCause();
+        }
+    }
+
+    private static AgentException failureOf(CompletableFuture<?> f) {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof AgentException, e.getCause().toString());
+        return (AgentException) e.getCause();
+    }
+
+    @Test
+    void handshake_versionMismatch_failsAndCloses() {
+        AgentException e = assertThrows(AgentException.class, () -> handshake(2));
+        assertTrue(e.getMessage().contains("version 2"), e.getMessage());
+    }
+
+    @Test
+    void frame_oversizedLen_failsPendingCallsAndClosesBeforeAllocating() throws Exception {
+        AgentClient client = handshake(1);
+        CompletableFuture<FileChunk> read = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.readFile("/x", 0, 10);
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        assertEquals(Protocol.FILE_READ, req.type());
+        // 2 GiB announced: allocating it first would be the bug
+        fake.writeRaw(ByteBuffer.allocate(9).putInt(0x7fff_fff0).put((byte) Protocol.OK).putInt(req.chan()).array());
+        AgentException e = failureOf(read);
+        assertEquals(0, e.errno());
+        assertTrue(e.getMessage().contains("frame len"), e.getMessage());
+        assertFalse(client.isOpen());
+    }
+
+    @Test
+    void fileList_countLargerThanPayload_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(1);
+        CompletableFuture<List<FileEntry>> list = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.listFiles("/");
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        fake.write(Protocol.OK, req.chan(), new PayloadWriter().u32(0xffff_ffffL).toBytes());
+        AgentException e = failureOf(list);
+        assertTrue(e.getMessage().contains("count"), e.getMessage());
+        assertFalse(client.isOpen());
+    }
+
+    @Test
+    void connectionLost_failsExitOfRunningExec() throws Exception {
+        AgentClient client = handshake(1);
+        CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        assertEquals(Protocol.EXEC, req.type());
+        fake.write(Protocol.STARTED, req.chan(), new PayloadWriter().u32(4242).toBytes());
+        ExecHandle h = exec.get(5, TimeUnit.SECONDS);
+        assertEquals(4242, h.pid());
+        fake.close();
+        AgentException e = failureOf(h.exit());
+        assertEquals(0, e.errno());
+        assertThrows(AgentException.class, client::ping);
+    }
+
+    @Test
+    void stdoutBeforeStarted_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(1);
+        CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        fake.write(Protocol.STDOUT, req.chan(), new byte[] {1});
+        ExecutionException e = assertThrows(ExecutionException.class, () -> exec.get(5, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getCause() instanceof AgentException, e.toString());
+        assertFalse(client.isOpen());
+    }
+}
