@@ -89,6 +89,8 @@ public final class MicrovmBenchmark {
         t0 = System.nanoTime();
         exec(sb.agent());
         add(berth, "first exec after boot", ms(t0));
+        if (i == 0) System.out.print("guest: " + output(sb.agent(), "/bin/sh", "-c",
+                "uname -r; head -n1 /etc/os-release; for c in python3 node git gcc; do command -v $c >/dev/null && $c --version 2>&1 | head -n1; done; ls /sys/class/net; df -h /workspace | tail -n1"));
         exec(sb.agent(), "/bin/sh", "-c", "dd if=/dev/urandom of=/tmp/blob bs=1M count=16 2>/dev/null");
 
         Path snap = work.resolve("berth-snap-" + i);
@@ -98,7 +100,7 @@ public final class MicrovmBenchmark {
 
         t0 = System.nanoTime();
         Sandbox.ParkOutcome p = sb.park();
-        add(berth, "park (stop+save+quit+fsync)", ms(t0));
+        add(berth, "park (Berth also: dig holes + fsync)", ms(t0));
         add(berth, "state on disk after park, MiB", p.stateBytes() / 1048576.0);
         add(berth, "  of which device state file, MiB", Files.size(ws.resolve("state/state")) / 1048576.0);
 
@@ -116,6 +118,15 @@ public final class MicrovmBenchmark {
         add(berth, "fork's own state on disk, MiB", MicrovmDriver.allocatedBytes(List.of(fws.resolve("state/data.qcow2"))) / 1048576.0);
         fork.destroy();
         driver.cleanupRuntime(ws.resolve("run"));
+    }
+
+    private static String output(AgentClient a, String... argv) throws Exception {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        a.exec(new ExecRequest(List.of(argv), List.of("PATH=/usr/bin:/bin:/usr/sbin:/sbin"), "/", 30_000, false), new ExecListener() {
+            @Override public void onStdout(byte[] d) { synchronized (out) { out.writeBytes(d); } }
+            @Override public void onStderr(byte[] d) { synchronized (out) { out.writeBytes(d); } }
+        }).exit().get(60, TimeUnit.SECONDS);
+        synchronized (out) { return out.toString(StandardCharsets.UTF_8).replace("\n", " | ") + "\n"; }
     }
 
     private static void exec(AgentClient a, String... argv) throws Exception {
@@ -194,7 +205,7 @@ public final class MicrovmBenchmark {
         awaitMigrated(qmp);
         qmpSend(qmp, "{\"execute\":\"quit\"}");
         q.waitFor(30, TimeUnit.SECONDS);
-        add(bare, "park (stop+save+quit+fsync)", ms(t0));
+        add(bare, "park (Berth also: dig holes + fsync)", ms(t0));
         qmp.close();
         add(bare, "state on disk after park, MiB", MicrovmDriver.allocatedBytes(List.of(state, ram, disk)) / 1048576.0);
         add(bare, "  of which device state file, MiB", Files.size(state) / 1048576.0);
