@@ -171,16 +171,17 @@ public final class MicrovmDriver implements IsolationDriver {
         if (state != null && !Files.isRegularFile(state)) state = null;
         // No saved state (the server or QEMU died while it ran): boot cold on the workspace's own disk.
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
-        if (state != null) m.cont();
-        MicrovmSandbox sb = connect(req, spec, m, state != null, false);
+        VmSpec running = spec;
         if (state != null) {
-            // The RAM file is live again: the saved device state no longer matches it.
-            VmSpec running = spec.withState(null);
+            // Until cont the RAM file is untouched and a failed resume can be retried. From cont on the RAM file is
+            // live and the saved device state no longer matches it: forget the state first (a later failure then
+            // resumes as a cold boot on the disk, never as a restore onto changed RAM).
+            running = spec.withState(null);
             running.write(specFile);
             Files.deleteIfExists(state);
-            sb.spec = running;
+            m.cont();
         }
-        return sb;
+        return connect(req, running, m, state != null, false);
     }
 
     private Sandbox startFork(StartRequest req, Path snapDir) throws IOException {

@@ -199,6 +199,26 @@ class MicrovmDriverTest {
     }
 
     @Test
+    void start_twoWorkspacesConcurrently_bothRunIsolatedFromEachOther() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Future<Sandbox> a = pool.submit(() -> start("ws-par-a", new StartRequest.Fresh()));
+            Future<Sandbox> b = pool.submit(() -> start("ws-par-b", new StartRequest.Fresh()));
+            Sandbox sa = a.get();
+            Sandbox sb = b.get();
+            Guest.sh(sa.agent(), "echo a > /workspace/who; echo a > /tmp/who");
+            assertEquals("", Guest.sh(sb.agent(), "cat /workspace/who /tmp/who 2>/dev/null; true").out());
+            assertNotEquals(sa.hostPid(), sb.hostPid());
+            sa.destroy();
+            assertTrue(sb.isAlive());
+            assertEquals("0\n", Guest.sh(sb.agent(), "true; echo $?").out());
+            sb.destroy();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void start_withTooLittleMemory_isRefusedWithAReason() {
         StartRequest r = new StartRequest("ws-tiny", root.resolve("ws-tiny/state"), root.resolve("ws-tiny/run"),
                 new StartRequest.Fresh(), new Resources(1, 64, 128, 1024), 0);
