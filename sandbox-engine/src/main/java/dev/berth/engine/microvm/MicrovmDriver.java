@@ -1,0 +1,356 @@
+package dev.berth.engine.microvm;
+
+import dev.berth.engine.agent.AgentClient;
+import dev.berth.engine.spi.Availability;
+import dev.berth.engine.spi.DriverCapabilities;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.io.File;
+import java.io.IOException;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Isolation driver {@code microvm}: one QEMU {@code -machine microvm} process per workspace, with its own guest
+ * kernel, no network device, RAM in a file so that park and snapshots keep memory, and the guest agent on a
+ * virtio-serial port. See DESIGN.md in this package.
+ *
+ * <p>Workspace state directory: {@code vm.json} (how to start QEMU again), {@code data.qcow2} (the workspace's own
+ * disk: /workspace, and in the developer image the root overlay), {@code ram} (guest RAM, share=on), {@code state}
+ * (device state while parked). Snapshot directory: {@code snapshot.json}, {@code state}, {@code ram},
+ * {@code data.qcow2}, never modified after it was written; forks map its RAM copy-on-write and put a qcow2 overlay
+ * on its disk.
+ */
+public final class MicrovmDriver implements IsolationDriver {
+
+    /** Which guest image to run. */
+    public enum ImageKind { TEST, DEVELOPER, AUTO }
+
+    static final Duration AGENT_TIMEOUT = Duration.ofSeconds(Long.getLong("berth.microvm.agentTimeoutSeconds", 90));
+    static final int MIN_MEMORY_MIB = 96;
+
+    private final ImageBuilder images;
+    private final ImageKind kind;
+    private final String qemu;
+    private volatile Accel accel;
+    private volatile GuestImage image;
+    private final SecureRandom random = new SecureRandom();
+
+    public MicrovmDriver(ImageBuilder images, ImageKind kind) {
+        this.images = images;
+        this.kind = kind;
+        this.qemu = System.getProperty("berth.microvm.qemu", "qemu-system-x86_64");
+    }
+
+    /** The developer image when it was built (berth setup), otherwise the test image. */
+    public MicrovmDriver() { this(ImageBuilder.defaults(), ImageKind.AUTO); }
+
+    @Override
+    public String name() { return "microvm"; }
+
+    @Override
+    public Availability probe() {
+        Optional<Path> bin = which(qemu);
+        if (bin.isEmpty()) return Availability.no("QEMU not found (" + qemu + "): install the Debian package qemu-system-x86");
+        try {
+            ImageBuilder.run(List.of(bin.get().toString(), "-machine", "help"), 20).lines()
+                    .filter(l -> l.startsWith("microvm")).findFirst()
+                    .orElseThrow(() -> new IOException("this QEMU has no microvm machine type"));
+        } catch (IOException e) {
+            return Availability.no("QEMU at " + bin.get() + " is unusable: " + e.getMessage());
+        }
+        GuestImage img;
+        try {
+            img = image();
+        } catch (IOException e) {
+            return Availability.no("no guest image: " + e.getMessage()
+                    + " (needs the kernel package from the Debian registry, busybox-static and the built agent)");
+        }
+        Accel a = accel();
+        return Availability.yes("QEMU microvm with " + a.name() + " (" + a.why() + "), image " + img.id());
+    }
+
+    @Override
+    public DriverCapabilities capabilities() {
+        return new DriverCapabilities("microvm",
+                "QEMU microvm with its own guest kernel, no network device; the guest reaches the host only through the agent's virtio-serial port",
+                true, true, true, accel().name());
+    }
+
+    Accel accel() {
+        Accel a = accel;
+        if (a == null) {
+            synchronized (this) {
+                if (accel == null) accel = Accel.detect(qemu);
+                a = accel;
+            }
+        }
+        return a;
+    }
+
+    /**
+     * The image this driver runs, resolved once per driver (resolving asks apt for the kernel version and hashes
+     * every input: about a second, too much for every start). A new driver instance sees a rebuilt image.
+     */
+    GuestImage image() throws IOException {
+        GuestImage img = image;
+        if (img == null) {
+            synchronized (this) {
+                if (image == null) image = resolveImage();
+                img = image;
+            }
+        }
+        return img;
+    }
+
+    private GuestImage resolveImage() throws IOException {
+        return switch (kind) {
+            case TEST -> images.testImage();
+            case DEVELOPER -> {
+                GuestImage d = images.developerImage();
+                if (d == null) throw new IOException("developer image not built: run `berth setup` (ImageBuilder developer)");
+                yield d;
+            }
+            case AUTO -> {
+                GuestImage d = images.developerImage();
+                yield d != null ? d : images.testImage();
+            }
+        };
+    }
+
+    @Override
+    public Sandbox start(StartRequest request) throws SandboxException {
+        try {
+            Files.createDirectories(request.stateDir());
+            Files.createDirectories(request.runtimeDir());
+            return switch (request.mode()) {
+                case StartRequest.Fresh f -> startFresh(request);
+                case StartRequest.Resume r -> startResume(request);
+                case StartRequest.Fork f -> startFork(request, f.snapshotStateDir());
+            };
+        } catch (IOException | RuntimeException e) {
+            cleanupRuntime(request.runtimeDir());
+            throw new SandboxException("microvm " + request.workspaceId() + ": start failed: " + e.getMessage(), e);
+        }
+    }
+
+    private Sandbox startFresh(StartRequest req) throws IOException {
+        Resources r = req.resources();
+        if (r.memoryMiB() < MIN_MEMORY_MIB) throw new IOException("memory " + r.memoryMiB() + " MiB is below the minimum of " + MIN_MEMORY_MIB + " MiB");
+        if (r.vcpus() < 1 || r.vcpus() > 64) throw new IOException("vcpus must be 1..64, not " + r.vcpus());
+        if (r.diskMiB() < 16) throw new IOException("disk must be at least 16 MiB, not " + r.diskMiB());
+        GuestImage img = image();
+        VmSpec spec = new VmSpec(img.id(), img.kernel().toString(), img.initramfs().toString(),
+                img.baseDisk() == null ? null : img.baseDisk().toString(), r.memoryMiB(), r.vcpus(),
+                "ram", true, null, req.proxyPort());
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        createDataDisk(disk, r.diskMiB());
+        spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
+        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), null);
+        return connect(req, spec, m, false, false);
+    }
+
+    private Sandbox startResume(StartRequest req) throws IOException {
+        Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
+        if (!Files.exists(specFile)) throw new IOException("no saved machine in " + req.stateDir());
+        VmSpec spec = VmSpec.read(specFile);
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        Path state = spec.stateFile() == null ? null : req.stateDir().resolve(spec.stateFile());
+        if (state != null && !Files.isRegularFile(state)) state = null;
+        // No saved state (the server or QEMU died while it ran): boot cold on the workspace's own disk.
+        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
+        VmSpec running = spec;
+        if (state != null) {
+            // Until cont the RAM file is untouched and a failed resume can be retried. From cont on the RAM file is
+            // live and the saved device state no longer matches it: forget the state first (a later failure then
+            // resumes as a cold boot on the disk, never as a restore onto changed RAM).
+            running = spec.withState(null);
+            running.write(specFile);
+            Files.deleteIfExists(state);
+            m.cont();
+        }
+        return connect(req, running, m, state != null, false);
+    }
+
+    private Sandbox startFork(StartRequest req, Path snapDir) throws IOException {
+        VmSpec snap = VmSpec.read(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
+        Path state = snapDir.resolve(snap.stateFile());
+        Path snapDisk = snapDir.resolve(QemuMachine.DATA_DISK).toAbsolutePath();
+        VmSpec spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
+                disk.toString()), 60);
+        spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
+        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
+        m.cont();
+        return connect(req, spec, m, true, true);
+    }
+
+    private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked) throws IOException {
+        AgentClient agent;
+        try {
+            agent = connectAgent(m, AGENT_TIMEOUT);
+            if (restored) agent.setClock(Instant.now());
+            if (forked) {
+                byte[] seed = new byte[64];
+                random.nextBytes(seed);
+                agent.seedRng(seed);
+                reseed(agent);
+            }
+        } catch (IOException | RuntimeException e) {
+            m.kill();
+            throw new IOException("guest agent: " + e.getMessage() + QemuMachine.log(req.runtimeDir()), e);
+        }
+        return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent);
+    }
+
+    /**
+     * Forces the guest CRNG to reseed from the pool the host seed went into (see images/berth-reseed.c): without it,
+     * forks of one snapshot return the same /dev/urandom bytes until the kernel's next timed reseed.
+     */
+    static void reseed(AgentClient agent) throws IOException {
+        try {
+            var h = agent.exec(new dev.berth.engine.agent.ExecRequest(List.of("/sbin/berth-reseed"), List.of(), "/", 10_000, false),
+                    new dev.berth.engine.agent.ExecListener() {
+                        @Override public void onStdout(byte[] d) { }
+                        @Override public void onStderr(byte[] d) { }
+                    });
+            var exit = h.exit().get(15, TimeUnit.SECONDS);
+            if (exit.exitCode() != 0 || exit.termSignal() != 0)
+                throw new IOException("guest CRNG reseed failed (" + exit + "): the fork would share random numbers with its siblings");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted during guest reseed");
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IOException("guest CRNG reseed: " + e, e);
+        }
+    }
+
+    static AgentClient connectAgent(QemuMachine m, Duration timeout) throws IOException {
+        SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(m.runtimeDir.resolve(QemuMachine.AGENT_SOCK)));
+        try {
+            return AgentClient.handshake(ch, timeout);
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            throw e;
+        }
+    }
+
+    /** A sparse qcow2 holding a fresh ext4 filesystem of {@code mib} MiB (made on the host, never by the guest). */
+    static void createDataDisk(Path disk, int mib) throws IOException {
+        Path raw = disk.resolveSibling(disk.getFileName() + ".raw");
+        try {
+            ImageBuilder.run(List.of("truncate", "-s", mib + "M", raw.toString()), 30);
+            ImageBuilder.run(List.of("mkfs.ext4", "-q", "-F", "-L", "berth-data", "-E",
+                    "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", raw.toString()), 60);
+            ImageBuilder.run(List.of("qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", raw.toString(), disk.toString()), 120);
+        } finally {
+            Files.deleteIfExists(raw);
+        }
+    }
+
+    @Override
+    public void cleanupRuntime(Path runtimeDir) {
+        Path pidFile = runtimeDir.resolve(QemuMachine.PID_FILE);
+        try {
+            if (Files.isRegularFile(pidFile)) {
+                long pid = Long.parseLong(Files.readString(pidFile).strip());
+                if (isOurQemu(pid, runtimeDir)) {
+                    ProcessHandle.of(pid).ifPresent(ph -> {
+                        ph.destroyForcibly();
+                        try {
+                            ph.onExit().get(10, TimeUnit.SECONDS);
+                        } catch (Exception ignored) { }
+                    });
+                }
+            }
+        } catch (IOException | NumberFormatException ignored) {
+            // an unreadable pid file names no process we could verify
+        }
+        for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
+                QemuMachine.LOG_FILE, QemuMachine.CONSOLE_FILE)) {
+            try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
+        }
+    }
+
+    /** True only if {@code pid} is a QEMU whose command line names this runtime directory's QMP socket. */
+    static boolean isOurQemu(long pid, Path runtimeDir) {
+        try {
+            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
+            String[] argv = new String(raw, StandardCharsets.UTF_8).split("\0");
+            if (argv.length == 0 || !Path.of(argv[0]).getFileName().toString().startsWith("qemu-system")) return false;
+            String qmpArg = "unix:" + QemuMachine.opt(runtimeDir.resolve(QemuMachine.QMP_SOCK).toString()) + ",server=on,wait=off";
+            for (String a : argv) if (a.equals(qmpArg)) return true;
+            return false;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
+        try {
+            VmSpec spec = VmSpec.read(workspaceStateDir.resolve(VmSpec.WORKSPACE_FILE));
+            if (spec.stateFile() == null || !Files.isRegularFile(workspaceStateDir.resolve(spec.stateFile())))
+                throw new IOException("the workspace has no saved memory state (it was not parked cleanly)");
+            Files.createDirectories(snapshotStateDir);
+            copySparse(workspaceStateDir.resolve(spec.stateFile()), snapshotStateDir.resolve("state"));
+            writeSnapshot(spec, workspaceStateDir, snapshotStateDir);
+        } catch (IOException e) {
+            throw new SandboxException("microvm: snapshot of parked workspace failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Copies RAM (when the workspace owns it) and disk into {@code snapDir} and writes snapshot.json last. */
+    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir) throws IOException {
+        String memPath;
+        if (spec.memShared()) {
+            copySparse(stateDir.resolve(spec.memPath()), snapDir.resolve("ram"));
+            memPath = "ram";
+        } else {
+            memPath = stateDir.resolve(spec.memPath()).toAbsolutePath().toString();
+        }
+        copySparse(stateDir.resolve(QemuMachine.DATA_DISK), snapDir.resolve(QemuMachine.DATA_DISK));
+        spec.withMemory(memPath, false).withState("state").write(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
+    }
+
+    static void copySparse(Path from, Path to) throws IOException {
+        ImageBuilder.run(List.of("cp", "--sparse=always", from.toString(), to.toString()), 600);
+    }
+
+    /** Bytes the files really occupy on disk (sparse files count only their allocated blocks). */
+    static long allocatedBytes(List<Path> files) {
+        List<String> cmd = new java.util.ArrayList<>(List.of("du", "-B1", "-c"));
+        for (Path f : files) if (Files.exists(f)) cmd.add(f.toString());
+        if (cmd.size() == 3) return 0;
+        try {
+            String out = ImageBuilder.run(cmd, 30).strip();
+            String last = out.substring(out.lastIndexOf('\n') + 1);
+            return Long.parseLong(last.split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    static Optional<Path> which(String cmd) {
+        if (cmd.contains("/")) return Files.isExecutable(Path.of(cmd)) ? Optional.of(Path.of(cmd)) : Optional.empty();
+        String path = System.getenv().getOrDefault("PATH", "/usr/bin:/bin");
+        for (String d : path.split(File.pathSeparator)) {
+            Path p = Path.of(d, cmd);
+            if (Files.isExecutable(p)) return Optional.of(p);
+        }
+        return Optional.empty();
+    }
+}

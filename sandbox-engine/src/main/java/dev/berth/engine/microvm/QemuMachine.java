@@ -1,0 +1,216 @@
+package dev.berth.engine.microvm;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * One QEMU {@code -machine microvm} process and its QMP connection. Knows nothing about workspaces: it boots or
+ * restores a {@link VmSpec}, saves device state to a file, pauses, continues and quits.
+ *
+ * <p>Runtime files (all host-only, in the workspace runtime directory): {@code qmp.sock}, {@code agent.sock},
+ * {@code qemu.pid}, {@code qemu.log} (QEMU's own stderr), and {@code console.log} only when
+ * {@code -Dberth.microvm.console=true} (off by default: the guest could fill the host disk through its serial port).
+ */
+final class QemuMachine implements AutoCloseable {
+
+    static final String QMP_SOCK = "qmp.sock";
+    static final String AGENT_SOCK = "agent.sock";
+    static final String PID_FILE = "qemu.pid";
+    static final String LOG_FILE = "qemu.log";
+    static final String CONSOLE_FILE = "console.log";
+    static final String DATA_DISK = "data.qcow2";
+    /** unix socket paths are limited to 108 bytes including the terminator. */
+    static final int MAX_SOCKET_PATH = 107;
+
+    final Process process;
+    final QmpClient qmp;
+    final Path runtimeDir;
+
+    private QemuMachine(Process process, QmpClient qmp, Path runtimeDir) {
+        this.process = process;
+        this.qmp = qmp;
+        this.runtimeDir = runtimeDir;
+    }
+
+    /** The full QEMU command line for {@code spec}; {@code specDir} resolves the spec's relative paths. */
+    static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                                    boolean incoming) {
+        List<String> a = new ArrayList<>();
+        a.add(qemu);
+        a.add("-name"); a.add("berth");
+        a.add("-machine"); a.add("microvm,memory-backend=mem");
+        if (accel.kvm()) {
+            a.add("-accel"); a.add("kvm");
+            a.add("-cpu"); a.add("host");
+        } else {
+            a.add("-accel"); a.add("tcg,tb-size=256");
+            a.add("-cpu"); a.add("max");
+        }
+        a.add("-smp"); a.add(Integer.toString(spec.vcpus()));
+        a.add("-m"); a.add(spec.memoryMiB() + "M");
+        a.add("-object"); a.add("memory-backend-file,id=mem,size=" + spec.memoryMiB() + "M,mem-path="
+                + opt(specDir.resolve(spec.memPath()).toString()) + ",share=" + (spec.memShared() ? "on" : "off"));
+        a.add("-nodefaults"); a.add("-no-user-config"); a.add("-display"); a.add("none"); a.add("-no-reboot");
+        // seccomp for QEMU itself; spawn stays allowed because save/restore go through exec:cat (7.2 has no file:)
+        a.add("-sandbox"); a.add("on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny");
+        a.add("-kernel"); a.add(spec.kernel());
+        a.add("-initrd"); a.add(spec.initramfs());
+        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=1");
+        if (!accel.kvm() && accel.tscKhz() > 0) cmdline.append(" tsc_early_khz=").append(accel.tscKhz());
+        cmdline.append(" berth.proxy_port=").append(spec.proxyPort());
+        a.add("-append"); a.add(cmdline.toString());
+        if (Boolean.getBoolean("berth.microvm.console")) {
+            a.add("-serial"); a.add("file:" + runtimeDir.resolve(CONSOLE_FILE));
+        } else {
+            a.add("-serial"); a.add("null");
+        }
+        if (spec.baseDisk() != null) {
+            a.add("-drive"); a.add("file=" + opt(spec.baseDisk()) + ",if=none,id=base,format=raw,readonly=on");
+            a.add("-device"); a.add("virtio-blk-device,drive=base,serial=berth-base");
+        }
+        a.add("-drive"); a.add("file=" + opt(dataDisk.toString()) + ",if=none,id=data,format=qcow2,discard=unmap");
+        a.add("-device"); a.add("virtio-blk-device,drive=data,serial=berth-data");
+        a.add("-device"); a.add("virtio-serial-device,max_ports=2");
+        a.add("-chardev"); a.add("socket,id=agent,path=" + opt(runtimeDir.resolve(AGENT_SOCK).toString()) + ",server=on,wait=off");
+        a.add("-device"); a.add("virtserialport,chardev=agent,name=berth.agent");
+        a.add("-qmp"); a.add("unix:" + opt(runtimeDir.resolve(QMP_SOCK).toString()) + ",server=on,wait=off");
+        a.add("-pidfile"); a.add(runtimeDir.resolve(PID_FILE).toString());
+        if (incoming) {
+            a.add("-S");
+            a.add("-incoming"); a.add("defer");
+        }
+        return a;
+    }
+
+    /** Escapes a value for QEMU's comma-separated option syntax. */
+    static String opt(String v) { return v.replace(",", ",,"); }
+
+    /**
+     * Starts QEMU and connects QMP. With {@code stateFile} the machine is restored from it (paused until
+     * {@link #cont()}); without, it boots cold and runs.
+     */
+    static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                              Path stateFile) throws IOException {
+        Files.createDirectories(runtimeDir);
+        for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
+        for (String f : List.of(QMP_SOCK, AGENT_SOCK)) {
+            if (runtimeDir.resolve(f).toAbsolutePath().toString().length() > MAX_SOCKET_PATH)
+                throw new IOException("runtime directory path too long for a unix socket: " + runtimeDir);
+        }
+        if (stateFile != null && stateFile.toString().contains("'"))
+            throw new IOException("state file path must not contain a quote: " + stateFile);
+        List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null);
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(runtimeDir.resolve(LOG_FILE).toFile()))
+                .redirectErrorStream(true)
+                .directory(runtimeDir.toFile());
+        Process p = pb.start();
+        QmpClient qmp;
+        try {
+            qmp = connectQmp(p, runtimeDir);
+        } catch (IOException e) {
+            p.destroyForcibly();
+            waitFor(p, 5000);
+            throw new IOException(e.getMessage() + log(runtimeDir), e);
+        }
+        QemuMachine m = new QemuMachine(p, qmp, runtimeDir);
+        try {
+            qmp.execute("migrate-set-capabilities", Map.of("capabilities",
+                    List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
+            if (stateFile != null) {
+                qmp.execute("migrate-incoming", Map.of("uri", "exec:cat '" + stateFile + "'"), Duration.ofSeconds(10));
+                m.awaitMigration(Duration.ofSeconds(120));
+            }
+        } catch (IOException e) {
+            m.kill();
+            throw new IOException(e.getMessage() + log(runtimeDir), e);
+        }
+        return m;
+    }
+
+    private static QmpClient connectQmp(Process p, Path runtimeDir) throws IOException {
+        Path sock = runtimeDir.resolve(QMP_SOCK);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!Files.exists(sock)) {
+            if (!p.isAlive()) throw new IOException("QEMU exited at start (exit " + p.exitValue() + ")");
+            if (System.nanoTime() > deadline) throw new IOException("QEMU did not create its QMP socket in 30 s");
+            QmpClient.sleep(2);
+        }
+        return QmpClient.connect(sock, "berth", Duration.ofSeconds(20));
+    }
+
+    static String log(Path runtimeDir) {
+        try {
+            Path f = runtimeDir.resolve(LOG_FILE);
+            if (!Files.exists(f)) return "";
+            String s = Files.readString(f).strip();
+            return s.isEmpty() ? "" : " [qemu: " + ImageBuilder.tail(s) + "]";
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    /** Waits until the current (incoming or outgoing) migration completed; fails on "failed"/"cancelled". */
+    void awaitMigration(Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long sleep = 1;
+        while (true) {
+            JsonNode r = qmp.execute("query-migrate");
+            String status = r == null ? "" : r.path("status").asString("");
+            if (status.equals("completed")) return;
+            if (status.equals("failed") || status.equals("cancelled"))
+                throw new IOException("migration " + status + ": " + r.path("error-desc").asString(""));
+            if (!process.isAlive()) throw new IOException("QEMU exited during migration");
+            if (System.nanoTime() > deadline) throw new IOException("migration did not finish in " + timeout.toSeconds() + " s (" + status + ")");
+            QmpClient.sleep(sleep);
+            sleep = Math.min(sleep * 2, 20);
+        }
+    }
+
+    /** Pauses the guest and writes its device state (and any RAM not in a shared file) to {@code file}. */
+    void stopAndSave(Path file) throws IOException {
+        if (file.toString().contains("'")) throw new IOException("state file path must not contain a quote: " + file);
+        qmp.execute("stop");
+        qmp.execute("migrate", Map.of("uri", "exec:cat > '" + file + "'"), Duration.ofSeconds(30));
+        awaitMigration(Duration.ofSeconds(300));
+    }
+
+    void cont() throws IOException { qmp.execute("cont"); }
+
+    /** Asks QEMU to quit and waits for it; kills it if it does not exit within 10 s. */
+    void quit() {
+        try {
+            qmp.execute("quit", null, Duration.ofSeconds(5));
+        } catch (IOException ignored) {
+            // QEMU may close the socket before answering
+        }
+        if (!waitFor(process, 10_000)) kill();
+        qmp.close();
+    }
+
+    void kill() {
+        qmp.close();
+        process.destroyForcibly();
+        waitFor(process, 10_000);
+    }
+
+    static boolean waitFor(Process p, long ms) {
+        try {
+            return p.waitFor(ms, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !p.isAlive();
+        }
+    }
+
+    @Override
+    public void close() { kill(); }
+}

@@ -1,0 +1,62 @@
+package dev.berth.engine.microvm;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Everything needed to start QEMU again for a saved machine: a restore must use the same kernel, initramfs,
+ * memory size, vCPU count and RAM backing it was saved with. Written atomically as {@code vm.json} into a workspace
+ * state directory and as {@code snapshot.json} into a snapshot directory.
+ *
+ * @param memPath   file backing guest RAM
+ * @param memShared {@code true}: RAM lives in {@code memPath} (share=on) and is left out of the migration stream
+ *                  (x-ignore-shared); {@code false}: {@code memPath} is a snapshot's RAM file mapped copy-on-write
+ *                  (share=off), so the stream carries every page the machine changed
+ * @param stateFile device (+ private RAM) state to restore with {@code -incoming}, or {@code null}: boot cold
+ */
+record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, int memoryMiB, int vcpus,
+              String memPath, boolean memShared, String stateFile, int proxyPort) {
+
+    static final String WORKSPACE_FILE = "vm.json";
+    static final String SNAPSHOT_FILE = "snapshot.json";
+    private static final ObjectMapper JSON = JsonMapper.builder().build();
+
+    VmSpec withState(String state) {
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, state, proxyPort);
+    }
+
+    VmSpec withMemory(String path, boolean shared) {
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort);
+    }
+
+    static VmSpec read(Path file) throws IOException {
+        try {
+            return JSON.readValue(Files.readString(file), VmSpec.class);
+        } catch (RuntimeException e) {
+            throw new IOException("unreadable " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    void write(Path file) throws IOException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(tmp, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(this));
+        fsync(tmp);
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        fsync(file.getParent());
+    }
+
+    static void fsync(Path p) throws IOException {
+        if (Files.isDirectory(p)) {
+            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) { ch.force(true); }
+            catch (IOException ignored) { /* some filesystems refuse directory fsync */ }
+        } else {
+            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) { ch.force(true); }
+        }
+    }
+}

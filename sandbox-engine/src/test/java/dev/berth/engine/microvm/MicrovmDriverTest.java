@@ -1,0 +1,328 @@
+package dev.berth.engine.microvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.agent.Tunnel;
+import dev.berth.engine.spi.Availability;
+import dev.berth.engine.spi.DriverCapabilities;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The microvm driver end to end under TCG with the test image and the real guest agent. One workspace is booted
+ * once and shared by the read-only cases; park/resume, snapshot/fork and teardown use their own workspaces.
+ */
+class MicrovmDriverTest {
+
+    static final Resources SMALL = new Resources(1, 160, 128, 1024);
+    @TempDir static Path root;
+    static MicrovmDriver driver;
+    static Sandbox shared;
+    static final List<Sandbox> all = new ArrayList<>();
+
+    static StartRequest request(String id, StartRequest.Mode mode) { return request(id, mode, 0); }
+
+    static StartRequest request(String id, StartRequest.Mode mode, int proxyPort) {
+        return new StartRequest(id, root.resolve(id).resolve("state"), root.resolve(id).resolve("run"), mode, SMALL, proxyPort);
+    }
+
+    static Sandbox start(String id, StartRequest.Mode mode) throws SandboxException { return start(id, mode, 0); }
+
+    static Sandbox start(String id, StartRequest.Mode mode, int proxyPort) throws SandboxException {
+        Sandbox s = driver.start(request(id, mode, proxyPort));
+        synchronized (all) { all.add(s); }
+        return s;
+    }
+
+    @BeforeAll
+    static void bootShared() throws Exception {
+        driver = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST);
+        shared = start("ws-shared", new StartRequest.Fresh(), 3128);
+    }
+
+    @AfterAll
+    static void tearDown() {
+        synchronized (all) { all.forEach(Sandbox::destroy); }
+    }
+
+    @Test
+    void probe_onThisMachine_isAvailableAndSaysWhichAccelerator() {
+        Availability a = driver.probe();
+        assertTrue(a.available(), a.reason());
+        DriverCapabilities c = driver.capabilities();
+        assertEquals("microvm", c.isolation());
+        assertTrue(c.ownKernel() && c.parkKeepsMemory() && c.snapshotKeepsMemory());
+        assertTrue(List.of("kvm", "tcg").contains(c.accelerator()));
+        assertTrue(a.reason().contains(c.accelerator()), a.reason());
+    }
+
+    @Test
+    void probe_withoutQemu_saysWhy() {
+        String old = System.getProperty("berth.microvm.qemu");
+        System.setProperty("berth.microvm.qemu", "/nonexistent/qemu-system-x86_64");
+        try {
+            Availability a = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST).probe();
+            assertFalse(a.available());
+            assertTrue(a.reason().contains("QEMU not found"), a.reason());
+        } finally {
+            if (old == null) System.clearProperty("berth.microvm.qemu"); else System.setProperty("berth.microvm.qemu", old);
+        }
+    }
+
+    @Test
+    void exec_simpleCommand_returnsOutputAndExitCode() throws Exception {
+        Guest.Result r = Guest.sh(shared.agent(), "echo hello; echo oops >&2; exit 3");
+        assertEquals("hello\n", r.out());
+        assertEquals("oops\n", r.err());
+        assertEquals(3, r.code());
+        assertTrue(shared.isAlive());
+        assertTrue(shared.hostPid() > 0);
+    }
+
+    @Test
+    void exec_concurrentRuns_allCompleteWithTheirOwnOutput() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(6);
+        try {
+            List<Future<Guest.Result>> fs = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                int n = i;
+                fs.add(pool.submit(() -> Guest.sh(shared.agent(), "sleep 0.3; echo run-" + n)));
+            }
+            for (int i = 0; i < 6; i++) assertEquals("run-" + i + "\n", fs.get(i).get().out());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void exec_timeout_killsTheWholeProcessTreeInTheGuest() throws Exception {
+        Guest.Result r = Guest.run(shared.agent(), 1500, "/bin/sh", "-c", "sleep 1001 & (sleep 1002 &) ; sleep 1003");
+        assertTrue(r.exit().timedOut(), r.toString());
+        Guest.Result ps = Guest.sh(shared.agent(), "ps -o args | grep -c '^sleep 100[123]' || true");
+        assertEquals("0", ps.out().strip(), "no sleep of the timed-out run survives");
+    }
+
+    @Test
+    void escape_hostFilesAreNotVisible() throws Exception {
+        Path marker = Files.createTempFile("berth-host-secret", ".txt");
+        try {
+            Guest.Result r = Guest.sh(shared.agent(), "cat " + marker + " 2>&1; ls /work 2>&1; ls /sys/block");
+            assertTrue(r.out().contains("No such file"), r.out());
+            assertFalse(r.out().contains("wt-microvm"), r.out());
+            assertEquals("vda", r.out().strip().lines().toList().getLast(), "only its own disk: " + r.out());
+        } finally {
+            Files.deleteIfExists(marker);
+        }
+    }
+
+    @Test
+    void escape_hostProcessesAreNotVisible() throws Exception {
+        Guest.Result r = Guest.sh(shared.agent(), "ps -o pid,args");
+        assertFalse(r.out().contains("java"), r.out());
+        assertFalse(r.out().contains("qemu"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.strip().startsWith("1 ") && l.contains("berth-agent")), r.out());
+        assertTrue(r.out().lines().skip(1).filter(l -> !l.contains("[")).count() < 6,
+                "only the agent and this run in user space: " + r.out());
+    }
+
+    @Test
+    void escape_noNetworkDeviceOnlyLoopback() throws Exception {
+        assertEquals("lo", Guest.sh(shared.agent(), "ls /sys/class/net").out().strip());
+    }
+
+    @Test
+    void escape_hostLoopbackServiceIsUnreachable() throws Exception {
+        try (ServerSocket host = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Boolean> accepted = CompletableFuture.supplyAsync(() -> {
+                try (var s = host.accept()) { return true; } catch (Exception e) { return false; }
+            });
+            int port = host.getLocalPort();
+            Guest.Result r = Guest.sh(shared.agent(),
+                    "for h in 127.0.0.1 10.0.2.2 192.168.0.1; do echo probe | nc -w 2 $h " + port + " && echo CONNECTED $h; done; true");
+            assertFalse(r.out().contains("CONNECTED"), r.out() + r.err());
+            Thread.sleep(200);
+            assertFalse(accepted.isDone(), "the host listener saw no connection");
+        }
+    }
+
+    @Test
+    void egress_guestConnectsToProxyPort_bytesReachTheHostTunnelHandler() throws Exception {
+        java.util.concurrent.BlockingQueue<Integer> ports = new java.util.concurrent.LinkedBlockingQueue<>();
+        shared.agent().setTunnelHandler(tunnel -> {
+            ports.add(tunnel.port());
+            return new Tunnel.Sink() {
+                @Override public void onData(ByteBuffer data) {
+                    ByteBuffer copy = ByteBuffer.allocate(data.remaining());
+                    copy.put(data).flip();
+                    tunnel.write(copy);
+                }
+                @Override public void onClose() { tunnel.shutdownOutput(); }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        Guest.Result r = Guest.sh(shared.agent(), "echo through-the-agent | nc -w 3 127.0.0.1 3128");
+        assertEquals("through-the-agent\n", r.out(), r.err());
+        assertEquals(3128, ports.poll(5, java.util.concurrent.TimeUnit.SECONDS));
+    }
+
+    @Test
+    void resume_afterQemuCrash_bootsColdOnTheWorkspaceDisk() throws Exception {
+        Sandbox ws = start("ws-crashy", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo kept > /workspace/f; echo lost > /tmp/f; sync");
+        driver.cleanupRuntime(request("ws-crashy", new StartRequest.Resume()).runtimeDir());
+        assertFalse(ws.isAlive());
+        Sandbox back = start("ws-crashy", new StartRequest.Resume());
+        assertEquals("kept\n", Guest.sh(back.agent(), "cat /workspace/f").out());
+        assertEquals("", Guest.sh(back.agent(), "cat /tmp/f 2>/dev/null; true").out());
+        back.destroy();
+    }
+
+    @Test
+    void start_twoWorkspacesConcurrently_bothRunIsolatedFromEachOther() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Future<Sandbox> a = pool.submit(() -> start("ws-par-a", new StartRequest.Fresh()));
+            Future<Sandbox> b = pool.submit(() -> start("ws-par-b", new StartRequest.Fresh()));
+            Sandbox sa = a.get();
+            Sandbox sb = b.get();
+            Guest.sh(sa.agent(), "echo a > /workspace/who; echo a > /tmp/who");
+            assertEquals("", Guest.sh(sb.agent(), "cat /workspace/who /tmp/who 2>/dev/null; true").out());
+            assertNotEquals(sa.hostPid(), sb.hostPid());
+            sa.destroy();
+            assertTrue(sb.isAlive());
+            assertEquals("0\n", Guest.sh(sb.agent(), "true; echo $?").out());
+            sb.destroy();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void start_withTooLittleMemory_isRefusedWithAReason() {
+        StartRequest r = new StartRequest("ws-tiny", root.resolve("ws-tiny/state"), root.resolve("ws-tiny/run"),
+                new StartRequest.Fresh(), new Resources(1, 64, 128, 1024), 0);
+        SandboxException e = assertThrows(SandboxException.class, () -> driver.start(r));
+        assertTrue(e.getMessage().contains("minimum"), e.getMessage());
+    }
+
+    @Test
+    void parkThenResume_keepsMemoryProcessesAndFiles() throws Exception {
+        Sandbox ws = start("ws-park", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo in-tmpfs > /tmp/t; echo on-disk > /workspace/d;"
+                + " (i=0; while true; i=$((i+1)); do echo $i > /tmp/counter; sleep 0.1; done) </dev/null >/dev/null 2>&1 &");
+        Thread.sleep(500);
+        String pidBefore = Guest.sh(ws.agent(), "ps -o pid,args | grep -v grep | grep 'sh -c' | head -n1").out();
+        long hostPid = ws.hostPid();
+        Sandbox.ParkOutcome p = ws.park();
+        assertTrue(p.memoryKept());
+        assertTrue(p.stateBytes() > 0);
+        assertFalse(ws.isAlive());
+        assertFalse(ProcessHandle.of(hostPid).map(ProcessHandle::isAlive).orElse(false), "QEMU is gone while parked");
+        assertFalse(Files.exists(request("ws-park", new StartRequest.Resume()).runtimeDir().resolve("qmp.sock")));
+
+        Path parkedSnap = root.resolve("snap-parked");
+        driver.snapshotParked(request("ws-park", new StartRequest.Resume()).stateDir(), parkedSnap);
+
+        Sandbox back = start("ws-park", new StartRequest.Resume());
+        assertEquals("in-tmpfs\n", Guest.sh(back.agent(), "cat /tmp/t").out());
+        assertEquals("on-disk\n", Guest.sh(back.agent(), "cat /workspace/d").out());
+        long a = Long.parseLong(Guest.sh(back.agent(), "cat /tmp/counter").out().strip());
+        Thread.sleep(600);
+        long b = Long.parseLong(Guest.sh(back.agent(), "cat /tmp/counter").out().strip());
+        assertTrue(b > a, "the background loop started before park still runs: " + a + " -> " + b);
+        assertEquals(pidBefore, Guest.sh(back.agent(), "ps -o pid,args | grep -v grep | grep 'sh -c' | head -n1").out());
+        long guestNow = Long.parseLong(Guest.sh(back.agent(), "date +%s").out().strip());
+        assertTrue(Math.abs(guestNow - System.currentTimeMillis() / 1000) < 5, "clock set after restore");
+        back.destroy();
+
+        // The snapshot taken while parked forks into a machine with the same memory.
+        Sandbox fork = start("ws-park-fork", new StartRequest.Fork(parkedSnap));
+        assertEquals("in-tmpfs\n", Guest.sh(fork.agent(), "cat /tmp/t").out());
+        long c = Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip());
+        Thread.sleep(400);
+        assertTrue(Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip()) > c);
+        fork.destroy();
+    }
+
+    @Test
+    void snapshotChangeFork_bothForksSeeTheSnapshotAndDifferInRandomness() throws Exception {
+        Sandbox ws = start("ws-origin", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo snap > /tmp/m; echo snap > /workspace/m; sync");
+        Path snap = root.resolve("snap-1");
+        Sandbox.ParkOutcome so = ws.snapshot(snap);
+        assertTrue(so.memoryKept());
+        Guest.sh(ws.agent(), "echo changed > /tmp/m; echo changed > /workspace/m; sync");
+
+        Sandbox f1 = start("ws-fork-1", new StartRequest.Fork(snap));
+        Sandbox f2 = start("ws-fork-2", new StartRequest.Fork(snap));
+        for (Sandbox f : List.of(f1, f2)) {
+            assertEquals("snap\nsnap\n", Guest.sh(f.agent(), "cat /tmp/m /workspace/m").out());
+        }
+        String r1 = Guest.sh(f1.agent(), "head -c 32 /dev/urandom | od -An -tx1").out();
+        String r2 = Guest.sh(f2.agent(), "head -c 32 /dev/urandom | od -An -tx1").out();
+        assertNotEquals(r1, r2, "forks must not share RNG output");
+        // Forks write to their own layers; the origin and the snapshot are untouched.
+        Guest.sh(f1.agent(), "echo fork1 > /workspace/m; sync");
+        assertEquals("snap\n", Guest.sh(f2.agent(), "cat /workspace/m").out());
+        assertEquals("changed\nchanged\n", Guest.sh(ws.agent(), "cat /tmp/m /workspace/m").out());
+        // A fork parks and resumes like any workspace.
+        f2.park();
+        Sandbox f2b = start("ws-fork-2", new StartRequest.Resume());
+        assertEquals("snap\nsnap\n", Guest.sh(f2b.agent(), "cat /tmp/m /workspace/m").out());
+        for (Sandbox s : List.of(ws, f1, f2b)) s.destroy();
+    }
+
+    @Test
+    void destroyAndCleanup_leaveNoProcessSocketOrFile() throws Exception {
+        Sandbox ws = start("ws-gone", new StartRequest.Fresh());
+        StartRequest req = request("ws-gone", new StartRequest.Resume());
+        long pid = ws.hostPid();
+        ws.destroy();
+        ws.destroy();
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+        try (var s = Files.list(req.runtimeDir())) { assertEquals(List.of(), s.toList()); }
+
+        // A crashed server: QEMU still runs, nothing but its runtime directory is known.
+        Sandbox crashed = start("ws-crash", new StartRequest.Fresh());
+        StartRequest creq = request("ws-crash", new StartRequest.Resume());
+        long cpid = crashed.hostPid();
+        driver.cleanupRuntime(creq.runtimeDir());
+        assertFalse(ProcessHandle.of(cpid).map(ProcessHandle::isAlive).orElse(false), "cleanupRuntime killed our QEMU");
+        try (var s = Files.list(creq.runtimeDir())) { assertEquals(List.of(), s.toList()); }
+
+        // A pid file naming some other process is not trusted.
+        Process other = new ProcessBuilder("sleep", "30").start();
+        try {
+            Files.writeString(creq.runtimeDir().resolve("qemu.pid"), Long.toString(other.pid()));
+            driver.cleanupRuntime(creq.runtimeDir());
+            assertTrue(other.isAlive(), "a process that is not this runtime's QEMU is left alone");
+        } finally {
+            other.destroyForcibly();
+        }
+        // Once the engine deletes the state directories, nothing of either workspace is left.
+        ImageBuilder.deleteTree(root.resolve("ws-gone"));
+        ImageBuilder.deleteTree(root.resolve("ws-crash"));
+        assertFalse(Files.exists(root.resolve("ws-gone")) || Files.exists(root.resolve("ws-crash")));
+    }
+}
