@@ -9,6 +9,8 @@ import dev.berth.proxy.ConfigLoader;
 import dev.berth.proxy.EgressProxy;
 import dev.berth.proxy.FileAuditSink;
 import dev.berth.proxy.ProxyConfig;
+import dev.berth.engine.microvm.ImageBuilder;
+import dev.berth.engine.microvm.MicrovmDriver;
 import dev.berth.engine.namespace.NamespaceDriver;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;
@@ -18,8 +20,13 @@ import java.util.List;
 final class Drivers {
     private Drivers() {}
 
+    /**
+     * Strongest first: the engine's default is the first driver that can run here (a microVM wherever QEMU and a
+     * guest image are present), and a weaker one is used only when asked for or when nothing stronger can run.
+     */
     static List<IsolationDriver> all(Options opts) {
-        return List.of(new NamespaceDriver(opts.home()));
+        var image = MicrovmDriver.ImageKind.valueOf(opts.microvmImage().toUpperCase(java.util.Locale.ROOT));
+        return List.of(new MicrovmDriver(ImageBuilder.defaults(), image), new NamespaceDriver(opts.home()));
     }
 
     static Engine engine(Options opts) throws EngineException {

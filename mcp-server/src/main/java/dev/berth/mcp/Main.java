@@ -59,6 +59,8 @@ public final class Main {
                                       else ~/.local/share/berth)
                   --isolation NAME    default isolation for new workspaces (microvm, namespace)
                   --egress FILE       egress policy (JSON: presets, allow, limits); default: no outbound access
+                  --microvm-image K   guest image of microVM workspaces: auto (developer image once `setup` built it,
+                                      else the small test image), test, developer
                 http options:
                   --config FILE       operator config (JSON): tokens, JWT issuer, tenants and quotas, allowed origins
                   --bind ADDR         address to listen on (default 127.0.0.1)

@@ -5,7 +5,7 @@ import java.util.List;
 
 /** Command-line options shared by the subcommands. */
 /** @param port, bind and config are for {@code berth http} only */
-record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config) {
+record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config, String microvmImage) {
 
     static final class UsageException extends Exception {
         UsageException(String m) { super(m); }
@@ -15,6 +15,7 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
         Path home = null;
         String isolation = null;
         Path egress = null;
+        String microvmImage = "auto";
         Integer port = null;
         String bind = null;
         Path config = null;
@@ -24,6 +25,12 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
                 case "--home" -> home = Path.of(value(args, ++i, a));
                 case "--isolation" -> isolation = value(args, ++i, a);
                 case "--egress" -> egress = Path.of(value(args, ++i, a));
+                case "--microvm-image" -> {
+                    microvmImage = value(args, ++i, a);
+                    if (!List.of("auto", "test", "developer").contains(microvmImage)) {
+                        throw new UsageException("--microvm-image must be auto, test or developer, got '" + microvmImage + "'");
+                    }
+                }
                 case "--port" -> port = port(value(args, ++i, a));
                 case "--bind" -> bind = value(args, ++i, a);
                 case "--config" -> config = Path.of(value(args, ++i, a)).toAbsolutePath();
@@ -31,7 +38,7 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
             }
         }
         if (home == null) home = defaultHome();
-        return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config);
+        return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config, microvmImage);
     }
 
     private static String value(List<String> args, int i, String flag) throws UsageException {

@@ -54,15 +54,19 @@ public final class ImageBuilder {
         return base.resolve("berth").resolve("images");
     }
 
-    /** {@code -Dberth.images.scripts}, else {@code images/} or {@code sandbox-engine/images/} from the working dir. */
+    /**
+     * {@code -Dberth.images.scripts}, else the scripts shipped in the jar (classpath {@code berth/images/}), written
+     * once to a content-addressed folder of the cache. Never the working directory: a stray {@code images/} folder
+     * where berth happens to be started must not decide what runs as root.
+     */
     public static Path defaultScriptsDir() {
         String p = System.getProperty("berth.images.scripts", System.getenv("BERTH_IMAGE_SCRIPTS"));
         if (p != null && !p.isBlank()) return Path.of(p);
-        for (String c : List.of("images", "sandbox-engine/images", "../sandbox-engine/images")) {
-            Path d = Path.of(c).toAbsolutePath().normalize();
-            if (Files.isRegularFile(d.resolve("build-test-image.sh"))) return d;
+        try {
+            return ImageScripts.extract(defaultCacheDir());
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("cannot unpack the guest image scripts: " + e.getMessage(), e);
         }
-        return Path.of("sandbox-engine/images").toAbsolutePath();
     }
 
     public Path cacheDir() { return cache; }
