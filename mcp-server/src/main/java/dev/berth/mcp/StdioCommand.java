@@ -63,11 +63,12 @@ final class StdioCommand {
     }
 
     private static void shutdown(McpSyncServer server, Engine engine) {
+        // workspaces first: the client kills a server that has not exited a few seconds after closing stdin
+        engine.close();
         try {
             server.closeGracefully();
         } catch (RuntimeException ignored) {
             // the transport is gone already
         }
-        engine.close();
     }
 }

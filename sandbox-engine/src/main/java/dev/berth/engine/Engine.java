@@ -693,7 +693,9 @@ public final class Engine implements AutoCloseable {
      * driver can), so the next server finds them as they were.
      */
     @Override
-    public void close() {
+    public synchronized void close() {
+        // synchronized: a second caller (a shutdown hook racing the stdin-EOF path) must wait until the workspaces
+        // are parked, or the JVM would halt half-way through saving them
         if (closed) return;
         closed = true;
         idleReaper.shutdownNow();
@@ -704,21 +706,34 @@ public final class Engine implements AutoCloseable {
         }
     }
 
+    /**
+     * Parks or deletes every workspace, all at once: clients give a server a few seconds between closing its stdin
+     * and killing it (the MCP TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later).
+     */
     private void closeWorkspacesForShutdown() {
+        List<Thread> threads = new ArrayList<>();
         for (Workspace ws : List.copyOf(workspaces.values())) {
-            ws.lock.lock();
-            try {
-                if (ws.lifecycle == Lifecycle.EPHEMERAL) {
-                    destroyAndDelete(ws);
-                } else if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null) {
-                    try {
+            threads.add(Thread.ofVirtual().name("berth-shutdown-" + ws.id).start(() -> {
+                ws.lock.lock();
+                try {
+                    if (ws.lifecycle == Lifecycle.EPHEMERAL) {
+                        destroyAndDelete(ws);
+                    } else if (ws.state == WorkspaceState.RUNNING && ws.sandbox != null) {
                         doPark(ws);
-                    } catch (EngineException e) {
-                        LOG.log(System.Logger.Level.WARNING, e.getMessage());
                     }
+                } catch (EngineException | RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "shutdown of " + ws.id + ": " + e.getMessage());
+                } finally {
+                    ws.lock.unlock();
                 }
-            } finally {
-                ws.lock.unlock();
+            }));
+        }
+        for (Thread t : threads) {
+            try {
+                t.join(java.time.Duration.ofSeconds(60));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
         }
     }
