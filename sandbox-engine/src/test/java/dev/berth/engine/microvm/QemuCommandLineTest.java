@@ -27,6 +27,10 @@ class QemuCommandLineTest {
         assertTrue(a.contains("-sandbox"));
         assertEquals("null", a.get(a.indexOf("-serial") + 1));
         assertFalse(a.contains("-incoming"));
+        assertEquals("tcg,tb-size=256", a.get(a.indexOf("-accel") + 1));
+        VmSpec two = new VmSpec("t", "/k", "/i", null, 256, 2, "ram", true, null, 0);
+        List<String> b = QemuMachine.commandLine("q", new Accel(false, 1, "t"), two, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false);
+        assertEquals("tcg,tb-size=256,thread=single", b.get(b.indexOf("-accel") + 1));
     }
 
     @Test
