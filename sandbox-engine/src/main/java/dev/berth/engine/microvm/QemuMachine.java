@@ -65,7 +65,7 @@ final class QemuMachine implements AutoCloseable {
         a.add("-sandbox"); a.add("on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny");
         a.add("-kernel"); a.add(spec.kernel());
         a.add("-initrd"); a.add(spec.initramfs());
-        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=1");
+        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=" + (initOnFree() ? 1 : 0));
         if (!accel.kvm() && accel.tscKhz() > 0) cmdline.append(" tsc_early_khz=").append(accel.tscKhz());
         cmdline.append(" berth.proxy_port=").append(spec.proxyPort());
         a.add("-append"); a.add(cmdline.toString());
@@ -91,6 +91,12 @@ final class QemuMachine implements AutoCloseable {
         }
         return a;
     }
+
+    /**
+     * Guest {@code init_on_free}: freed pages are zeroed, so a parked RAM file punches down to what is really in use
+     * (see BENCHMARKS.md for the cost at boot). {@code -Dberth.microvm.initOnFree=false} turns it off.
+     */
+    static boolean initOnFree() { return !"false".equals(System.getProperty("berth.microvm.initOnFree")); }
 
     /** Escapes a value for QEMU's comma-separated option syntax. */
     static String opt(String v) { return v.replace(",", ",,"); }
