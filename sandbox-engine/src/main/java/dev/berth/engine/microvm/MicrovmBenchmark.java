@@ -59,8 +59,9 @@ public final class MicrovmBenchmark {
         GuestImage image = driver.image();
         Path work = Files.createTempDirectory("berth-bench");
         MicrovmBenchmark b = new MicrovmBenchmark(work, mem, image, driver.accel());
-        System.out.printf("microvm benchmark: %d rounds, %d MiB guest, image %s, accelerator %s (%s), %d host cpus%n",
-                rounds, mem, image.id(), driver.accel().name(), driver.accel().why(), Runtime.getRuntime().availableProcessors());
+        System.out.printf("microvm benchmark: %d rounds, %d MiB guest, image %s, accelerator %s (%s), %d host cpus, init_on_free=%d%n",
+                rounds, mem, image.id(), driver.accel().name(), driver.accel().why(), Runtime.getRuntime().availableProcessors(),
+                QemuMachine.initOnFree() ? 1 : 0);
         try {
             // Alternate which side goes first, so neither always runs on a host still busy with the other's writes.
             for (int i = 0; i < rounds; i++) {
@@ -146,7 +147,7 @@ public final class MicrovmBenchmark {
                 "-m", memMiB + "M", "-object", "memory-backend-file,id=mem,size=" + memMiB + "M,mem-path=" + ram + ",share=" + (share ? "on" : "off"),
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", image.kernel().toString(), "-initrd", image.initramfs().toString(),
-                "-append", "console=ttyS0 quiet panic=-1 init_on_free=1" + (accel.kvm() ? "" : " tsc_early_khz=" + accel.tscKhz()) + " berth.proxy_port=0",
+                "-append", "console=ttyS0 quiet panic=-1 init_on_free=" + (QemuMachine.initOnFree() ? 1 : 0) + (accel.kvm() ? "" : " tsc_early_khz=" + accel.tscKhz()) + " berth.proxy_port=0",
                 "-serial", "null"));
         if (image.baseDisk() != null) {
             a.addAll(List.of("-drive", "file=" + image.baseDisk() + ",if=none,id=base,format=raw,readonly=on",

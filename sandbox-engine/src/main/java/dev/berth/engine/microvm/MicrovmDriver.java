@@ -211,7 +211,7 @@ public final class MicrovmDriver implements IsolationDriver {
             }
         } catch (IOException | RuntimeException e) {
             m.kill();
-            throw new IOException("guest agent: " + e.getMessage() + QemuMachine.log(req.runtimeDir()), e);
+            throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
         }
         return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent);
     }
@@ -280,7 +280,7 @@ public final class MicrovmDriver implements IsolationDriver {
             // an unreadable pid file names no process we could verify
         }
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
-                QemuMachine.LOG_FILE, QemuMachine.CONSOLE_FILE)) {
+                QemuMachine.CONSOLE_FILE)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }

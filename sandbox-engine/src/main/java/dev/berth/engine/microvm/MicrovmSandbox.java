@@ -40,7 +40,7 @@ final class MicrovmSandbox implements Sandbox {
     private void requireRunning(String op) throws SandboxException {
         if (stopped) throw new SandboxException("cannot " + op + " microvm " + workspaceId + ": it is stopped");
         if (!machine.process.isAlive())
-            throw new SandboxException("cannot " + op + " microvm " + workspaceId + ": QEMU exited" + QemuMachine.log(runtimeDir));
+            throw new SandboxException("cannot " + op + " microvm " + workspaceId + ": QEMU exited" + machine.log());
     }
 
     @Override
@@ -119,7 +119,7 @@ final class MicrovmSandbox implements Sandbox {
 
     private void cleanRuntime() {
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
-                QemuMachine.LOG_FILE, QemuMachine.CONSOLE_FILE)) {
+                QemuMachine.CONSOLE_FILE)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }

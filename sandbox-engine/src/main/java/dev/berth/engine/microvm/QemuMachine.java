@@ -15,15 +15,15 @@ import tools.jackson.databind.JsonNode;
  * restores a {@link VmSpec}, saves device state to a file, pauses, continues and quits.
  *
  * <p>Runtime files (all host-only, in the workspace runtime directory): {@code qmp.sock}, {@code agent.sock},
- * {@code qemu.pid}, {@code qemu.log} (QEMU's own stderr), and {@code console.log} only when
+ * {@code qemu.pid}, and {@code console.log} only when
  * {@code -Dberth.microvm.console=true} (off by default: the guest could fill the host disk through its serial port).
+ * QEMU's own output is kept in memory, bounded ({@link BoundedLog}).
  */
 final class QemuMachine implements AutoCloseable {
 
     static final String QMP_SOCK = "qmp.sock";
     static final String AGENT_SOCK = "agent.sock";
     static final String PID_FILE = "qemu.pid";
-    static final String LOG_FILE = "qemu.log";
     static final String CONSOLE_FILE = "console.log";
     static final String DATA_DISK = "data.qcow2";
     /** unix socket paths are limited to 108 bytes including the terminator. */
@@ -32,11 +32,13 @@ final class QemuMachine implements AutoCloseable {
     final Process process;
     final QmpClient qmp;
     final Path runtimeDir;
+    private final BoundedLog log;
 
-    private QemuMachine(Process process, QmpClient qmp, Path runtimeDir) {
+    private QemuMachine(Process process, QmpClient qmp, Path runtimeDir, BoundedLog log) {
         this.process = process;
         this.qmp = qmp;
         this.runtimeDir = runtimeDir;
+        this.log = log;
     }
 
     /** The full QEMU command line for {@code spec}; {@code specDir} resolves the spec's relative paths. */
@@ -50,7 +52,8 @@ final class QemuMachine implements AutoCloseable {
             a.add("-accel"); a.add("kvm");
             a.add("-cpu"); a.add("host");
         } else {
-            a.add("-accel"); a.add("tcg,tb-size=256");
+            // Several vCPUs on multi-threaded TCG were measured to hurt on these 2-core hosts: round-robin them.
+            a.add("-accel"); a.add(spec.vcpus() > 1 ? "tcg,tb-size=256,thread=single" : "tcg,tb-size=256");
             a.add("-cpu"); a.add("max");
         }
         a.add("-smp"); a.add(Integer.toString(spec.vcpus()));
@@ -62,7 +65,7 @@ final class QemuMachine implements AutoCloseable {
         a.add("-sandbox"); a.add("on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny");
         a.add("-kernel"); a.add(spec.kernel());
         a.add("-initrd"); a.add(spec.initramfs());
-        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=1");
+        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=" + (initOnFree() ? 1 : 0));
         if (!accel.kvm() && accel.tscKhz() > 0) cmdline.append(" tsc_early_khz=").append(accel.tscKhz());
         cmdline.append(" berth.proxy_port=").append(spec.proxyPort());
         a.add("-append"); a.add(cmdline.toString());
@@ -89,6 +92,12 @@ final class QemuMachine implements AutoCloseable {
         return a;
     }
 
+    /**
+     * Guest {@code init_on_free}: freed pages are zeroed, so a parked RAM file punches down to what is really in use
+     * (see BENCHMARKS.md for the cost at boot). {@code -Dberth.microvm.initOnFree=false} turns it off.
+     */
+    static boolean initOnFree() { return !"false".equals(System.getProperty("berth.microvm.initOnFree")); }
+
     /** Escapes a value for QEMU's comma-separated option syntax. */
     static String opt(String v) { return v.replace(",", ",,"); }
 
@@ -109,19 +118,22 @@ final class QemuMachine implements AutoCloseable {
         List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null);
         ProcessBuilder pb = new ProcessBuilder(cmd)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(runtimeDir.resolve(LOG_FILE).toFile()))
+                .redirectOutput(ProcessBuilder.Redirect.PIPE)
                 .redirectErrorStream(true)
                 .directory(runtimeDir.toFile());
         Process p = pb.start();
+        // QEMU's own messages can be provoked by the guest (device errors): keep only a bounded tail in memory.
+        BoundedLog log = new BoundedLog();
+        Thread.ofVirtual().name("qemu-log").start(() -> log.drain(p.getInputStream()));
         QmpClient qmp;
         try {
             qmp = connectQmp(p, runtimeDir);
         } catch (IOException e) {
             p.destroyForcibly();
             waitFor(p, 5000);
-            throw new IOException(e.getMessage() + log(runtimeDir), e);
+            throw new IOException(e.getMessage() + log.tail(), e);
         }
-        QemuMachine m = new QemuMachine(p, qmp, runtimeDir);
+        QemuMachine m = new QemuMachine(p, qmp, runtimeDir, log);
         try {
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
                     List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
@@ -131,7 +143,7 @@ final class QemuMachine implements AutoCloseable {
             }
         } catch (IOException e) {
             m.kill();
-            throw new IOException(e.getMessage() + log(runtimeDir), e);
+            throw new IOException(e.getMessage() + log.tail(), e);
         }
         return m;
     }
@@ -147,14 +159,34 @@ final class QemuMachine implements AutoCloseable {
         return QmpClient.connect(sock, "berth", Duration.ofSeconds(20));
     }
 
-    static String log(Path runtimeDir) {
-        try {
-            Path f = runtimeDir.resolve(LOG_FILE);
-            if (!Files.exists(f)) return "";
-            String s = Files.readString(f).strip();
+    /** The last lines QEMU wrote (stdout + stderr), for error messages; empty when it wrote nothing. */
+    String log() { return log.tail(); }
+
+    /** Keeps the last {@link #CAPACITY} bytes of a stream; everything before is dropped. */
+    static final class BoundedLog {
+        static final int CAPACITY = 8192;
+        private final byte[] ring = new byte[CAPACITY];
+        private long written;
+
+        void drain(java.io.InputStream in) {
+            byte[] buf = new byte[4096];
+            try (in) {
+                int n;
+                while ((n = in.read(buf)) > 0) append(buf, n);
+            } catch (IOException ignored) { }
+        }
+
+        synchronized void append(byte[] b, int n) {
+            for (int i = 0; i < n; i++) ring[(int) ((written + i) % CAPACITY)] = b[i];
+            written += n;
+        }
+
+        synchronized String tail() {
+            int len = (int) Math.min(written, CAPACITY);
+            byte[] out = new byte[len];
+            for (int i = 0; i < len; i++) out[i] = ring[(int) ((written - len + i) % CAPACITY)];
+            String s = new String(out, java.nio.charset.StandardCharsets.UTF_8).strip();
             return s.isEmpty() ? "" : " [qemu: " + ImageBuilder.tail(s) + "]";
-        } catch (IOException e) {
-            return "";
         }
     }
 

@@ -244,7 +244,10 @@ class MicrovmDriverTest {
         Path parkedSnap = root.resolve("snap-parked");
         driver.snapshotParked(request("ws-park", new StartRequest.Resume()).stateDir(), parkedSnap);
 
-        Sandbox back = start("ws-park", new StartRequest.Resume());
+        // Resume through a new driver instance, as after a server restart.
+        Sandbox back = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST)
+                .start(request("ws-park", new StartRequest.Resume()));
+        synchronized (all) { all.add(back); }
         assertEquals("in-tmpfs\n", Guest.sh(back.agent(), "cat /tmp/t").out());
         assertEquals("on-disk\n", Guest.sh(back.agent(), "cat /workspace/d").out());
         long a = Long.parseLong(Guest.sh(back.agent(), "cat /tmp/counter").out().strip());

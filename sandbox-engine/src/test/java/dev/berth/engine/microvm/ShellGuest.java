@@ -44,7 +44,8 @@ final class ShellGuest implements AutoCloseable {
     /** Runs {@code cmd} in the guest shell and returns its output. */
     String run(String cmd, Duration timeout) throws IOException {
         String marker = "__END" + (++seq) + "__";
-        ch.write(ByteBuffer.wrap((cmd + "\necho " + marker + "\n").getBytes(StandardCharsets.UTF_8)));
+        ByteBuffer req = ByteBuffer.wrap((cmd + "\necho " + marker + "\n").getBytes(StandardCharsets.UTF_8));
+        while (req.hasRemaining()) ch.write(req);
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ch.configureBlocking(false);
         try (var sel = java.nio.channels.Selector.open()) {
