@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
 # util-linux's setpriv (dropping to a per-workspace uid), procps (tests look at processes).
 need=()
-for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd util-linux procps curl; do
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,6 +1,7 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.microvm.ImageBuilder;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -11,12 +12,19 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code berth setup}: installs the Debian packages the drivers need (when root and missing) and prepares the Berth
- * home (agent binary, guest images). Idempotent: a second run only checks.
+ * home (agent binary) and the microVM guest images (test, and developer unless {@code --microvm-image test}).
+ * Idempotent: a second run only checks.
  */
 final class SetupCommand {
     /** Debian packages and a file each one provides (to check without asking dpkg). */
     private static final List<List<String>> PACKAGES = List.of(
-            List.of("bubblewrap", "/usr/bin/bwrap"));
+            List.of("bubblewrap", "/usr/bin/bwrap"),
+            List.of("qemu-system-x86", "/usr/bin/qemu-system-x86_64"),
+            List.of("qemu-utils", "/usr/bin/qemu-img"),
+            List.of("busybox-static", "/bin/busybox"),
+            List.of("cpio", "/usr/bin/cpio"),
+            List.of("debootstrap", "/usr/sbin/debootstrap"),
+            List.of("e2fsprogs", "/sbin/mkfs.ext4"));
 
     private SetupCommand() {}
 
@@ -37,6 +45,20 @@ final class SetupCommand {
         Files.createDirectories(opts.home());
         Path agent = AgentBinary.extract(opts.home().resolve("images"));
         out.println("guest agent: " + agent);
+        // microVM guest images: the small test image (seconds), then the developer image (Debian bookworm with
+        // bash, git, curl, python3, nodejs/npm, build-essential; minutes the first time, cached by content hash)
+        ImageBuilder images = ImageBuilder.defaults();
+        long t0 = System.nanoTime();
+        out.println("microvm test image: " + images.testImage().id() + " (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
+        if (!opts.microvmImage().equals("test")) {
+            t0 = System.nanoTime();
+            var dev = images.developerImage();
+            if (dev == null) {
+                out.println("building the microvm developer image (debootstrap; a few minutes the first time) ...");
+                dev = images.buildDeveloperImage();
+            }
+            out.println("microvm developer image: " + dev.id() + " (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
+        }
         out.println("home: " + opts.home());
         return DoctorCommand.run(opts, out);
     }

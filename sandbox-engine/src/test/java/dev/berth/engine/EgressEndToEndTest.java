@@ -111,7 +111,7 @@ class EgressEndToEndTest {
         assertTrue(direct.stdout().contains("rc=7"), "direct connection should be refused: " + direct);
         RunResult dns = sh("python3 -c \"import socket; socket.getaddrinfo('allowed.test', 80)\" 2>&1; echo rc=$?");
         assertTrue(dns.stdout().contains("rc=1") && dns.stdout().contains("gaierror"), "name resolution inside must fail: " + dns);
-        RunResult udp = sh("python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('8.8.8.8', 53))\" 2>&1; echo rc=$?");
+        RunResult udp = sh("python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('192.0.2.1', 53))\" 2>&1; echo rc=$?");
         assertTrue(udp.stdout().contains("Network is unreachable"), udp.toString());
         RunResult raw = sh("python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\" 2>&1; echo rc=$?");
         assertTrue(raw.stdout().contains("Operation not permitted"), raw.toString());

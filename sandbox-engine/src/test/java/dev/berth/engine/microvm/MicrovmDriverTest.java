@@ -159,7 +159,7 @@ class MicrovmDriverTest {
             });
             int port = host.getLocalPort();
             Guest.Result r = Guest.sh(shared.agent(),
-                    "for h in 127.0.0.1 10.0.2.2 192.168.0.1; do echo probe | nc -w 2 $h " + port + " && echo CONNECTED $h; done; true");
+                    "for h in 127.0.0.1 192.0.2.1 198.51.100.1; do echo probe | nc -w 2 $h " + port + " && echo CONNECTED $h; done; true");
             assertFalse(r.out().contains("CONNECTED"), r.out() + r.err());
             Thread.sleep(200);
             assertFalse(accepted.isDone(), "the host listener saw no connection");

@@ -1,0 +1,102 @@
+package dev.berth.engine.microvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.berth.engine.EgressSettings;
+import dev.berth.engine.Engine;
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.OutputListener;
+import dev.berth.engine.RunRequest;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.Tenant;
+import dev.berth.proxy.EgressProxy;
+import dev.berth.proxy.Policy;
+import dev.berth.proxy.ProxyConfig;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * The egress path on the microVM driver, through the engine: the guest has no network device, so busybox wget in
+ * the guest reaches an upstream on the host's loopback only through the agent's proxy port and the egress proxy,
+ * and only where the policy says so.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class MicrovmEgressTest {
+    Path home;
+    HttpServer upstream;
+    int port;
+    Engine engine;
+    String ws;
+
+    @BeforeAll
+    void start() throws Exception {
+        upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
+        upstream.createContext("/", ex -> {
+            byte[] body = "hello from the host".getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(200, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        upstream.start();
+        port = upstream.getAddress().getPort();
+        home = Files.createTempDirectory("berth-vm-egress-");
+        ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(List.of("allowed.test:" + port)))
+                .unsafeAllowLoopbackUpstreams(true).build();
+        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
+            if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
+            throw new UnknownHostException(host);
+        }).start();
+        engine = Engine.start(EngineConfig.defaults(home, List.of(new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST)))
+                .withEgress(new EgressSettings(proxy, cfg.ceiling())));
+        ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (engine != null) engine.close();
+        if (upstream != null) upstream.stop(0);
+        if (home != null) dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    RunResult sh(String cmd) throws EngineException {
+        return engine.run(Tenant.LOCAL, RunRequest.of(ws, cmd), OutputListener.NONE);
+    }
+
+    @Test
+    void allowedHost_reachedThroughTheAgentTunnel() throws Exception {
+        RunResult r = sh("wget -q -O - http://allowed.test:" + port + "/");
+        assertEquals("hello from the host", r.stdout(), r.toString());
+    }
+
+    @Test
+    void deniedHost_failsWithReasonInTheRunResult() throws Exception {
+        RunResult r = sh("wget -q -O - http://denied.test:" + port + "/");
+        assertNotEquals(0, r.exitCode());
+        assertEquals("denied.test", r.egressDenied().get(0).host(), r.toString());
+        assertTrue(r.egressDenied().get(0).reason().contains("matches no allowlist entry"), r.toString());
+    }
+
+    @Test
+    void withoutTheProxy_thereIsNoRouteAndNoDns() throws Exception {
+        RunResult direct = sh("wget -q -T 5 -Y off -O - http://192.0.2.1:" + port + "/; echo rc=$?");
+        assertTrue(direct.stdout().contains("rc=1"), direct.toString());
+        RunResult ifaces = sh("ls /sys/class/net");
+        assertEquals("lo\n", ifaces.stdout());
+        RunResult dns = sh("nslookup allowed.test 2>&1; echo rc=$?");
+        assertNotEquals("rc=0", dns.stdout().strip().substring(dns.stdout().strip().lastIndexOf('\n') + 1), dns.toString());
+    }
+}
