@@ -56,10 +56,13 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
         throw new UsageException("--port must be a number 1-65535, got '" + v + "'");
     }
 
-    /** Refuses {@code berth http}'s flags on other commands, where they would be silently ignored. */
+    /** Refuses flags on commands that would silently ignore them. */
     void onlyCommonOptions(String command) throws UsageException {
-        if (port != null || bind != null || config != null) {
-            throw new UsageException("--port, --bind and --config apply to 'berth http' only, not '" + command + "'");
+        if (port != null || bind != null) {
+            throw new UsageException("--port and --bind apply to 'berth http' only, not '" + command + "'");
+        }
+        if (config != null && !command.equals("stdio")) {
+            throw new UsageException("--config applies to 'berth http' and 'berth stdio' only, not '" + command + "'");
         }
     }
 

@@ -27,6 +27,10 @@ class OptionsTest {
     void httpOptions_areRefusedOnOtherCommands() throws Exception {
         Options o = Options.parse(List.of("--port", "9000"));
         var e = assertThrows(Options.UsageException.class, () -> o.onlyCommonOptions("stdio"));
-        assertEquals("--port, --bind and --config apply to 'berth http' only, not 'stdio'", e.getMessage());
+        assertEquals("--port and --bind apply to 'berth http' only, not 'stdio'", e.getMessage());
+        Options c = Options.parse(List.of("--config", "berth.json"));
+        c.onlyCommonOptions("stdio"); // stdio uses the egress and guard sections
+        var d = assertThrows(Options.UsageException.class, () -> c.onlyCommonOptions("doctor"));
+        assertEquals("--config applies to 'berth http' and 'berth stdio' only, not 'doctor'", d.getMessage());
     }
 }

@@ -25,6 +25,8 @@ public final class LatencyBench {
     public static void main(String[] args) throws Exception {
         Path jar = Path.of(args[0]);
         int n = args.length > 1 ? Integer.parseInt(args[1]) : 200;
+        String isolation = args.length > 2 ? args[2] : "namespace";
+        String extra = args.length > 3 ? args[3] : null; // an operator config, e.g. to switch the guard off
         String java = ProcessHandle.current().info().command().orElse("java");
 
         // 1. bare bubblewrap: the same namespaces, uid drop and read-only binds, running `true`
@@ -50,7 +52,7 @@ public final class LatencyBench {
         Path home = Files.createTempDirectory("bench-berth-");
         Files.setPosixFilePermissions(home, PosixFilePermissions.fromString("rwx--x--x"));
         var transport = new StdioClientTransport(ServerParameters.builder(java)
-                .args("-jar", jar.toString(), "stdio", "--home", home.toString(), "--isolation", "namespace").build(),
+                .args(serverArgs(jar, home, isolation, extra)).build(),
                 new JacksonMcpJsonMapper(JsonMapper.builder().build()));
         transport.setStdErrorHandler(line -> { });
         double[] open = new double[5];
@@ -74,11 +76,19 @@ public final class LatencyBench {
             }
         }
         double bareP50 = pct(bare, 50);
-        System.out.printf("%-44s %9s %9s %9s%n", "namespace driver, this machine", "p50 ms", "p99 ms", "vs bwrap");
+        System.out.printf("%-44s %9s %9s %9s%n", isolation + " driver" + (extra == null ? "" : " (" + Path.of(extra).getFileName() + ")"),
+                "p50 ms", "p99 ms", "vs bwrap");
         System.out.printf("%-44s %9.2f %9.2f %9s%n", "bare `bwrap ... true` (" + bare.length + "x)", bareP50, pct(bare, 99), "1.00x");
         System.out.printf("%-44s %9.2f %9.2f %8.2fx%n", "MCP open_workspace + first run(true) (" + open.length + "x)", pct(open, 50), pct(open, 99), pct(open, 50) / bareP50);
         System.out.printf("%-44s %9.2f %9.2f %8.2fx%n", "MCP run(true) round trip (" + n + "x)", pct(rtt, 50), pct(rtt, 99), pct(rtt, 50) / bareP50);
         System.exit(0);
+    }
+
+    private static List<String> serverArgs(Path jar, Path home, String isolation, String config) {
+        List<String> a = new ArrayList<>(List.of("-jar", jar.toString(), "stdio", "--home", home.toString(), "--isolation", isolation));
+        if (isolation.equals("microvm")) a.addAll(List.of("--microvm-image", "test"));
+        if (config != null) a.addAll(List.of("--config", config));
+        return a;
     }
 
     private static String open(McpSyncClient c) {

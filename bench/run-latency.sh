@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Prints open_workspace -> first run latency and run("true") round trips through MCP stdio, next to bare bwrap.
-# Usage: bench/run-namespace.sh [iterations]   (as root, after ./run.sh or ./test.sh installed the packages)
+# Usage: bench/run-latency.sh [iterations] [namespace|microvm] [operator-config]   (as root, after ./run.sh or ./test.sh installed the packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 mvn -B -q package -DskipTests
 # the shaded jar carries the MCP SDK client and Jackson the benchmark uses
 exec java -cp "mcp-server/target/test-classes:mcp-server/target/berth.jar" dev.berth.mcp.bench.LatencyBench \
-  mcp-server/target/berth.jar "${1:-200}"
+  mcp-server/target/berth.jar "${1:-200}" "${2:-namespace}" ${3:+"$3"}
