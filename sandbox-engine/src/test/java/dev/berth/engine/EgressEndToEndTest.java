@@ -6,13 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.berth.engine.namespace.NamespaceDriver;
-import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.Policy;
-import dev.berth.proxy.ProxyConfig;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -37,25 +30,12 @@ class EgressEndToEndTest {
 
     @BeforeAll
     void start() throws Exception {
-        upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
-        upstream.createContext("/", ex -> {
-            byte[] body = ("hello from upstream " + ex.getRequestURI()).getBytes(StandardCharsets.UTF_8);
-            ex.sendResponseHeaders(200, body.length);
-            ex.getResponseBody().write(body);
-            ex.close();
-        });
-        upstream.start();
+        upstream = EgressFixture.upstream(path -> "hello from upstream " + path);
         port = upstream.getAddress().getPort();
         home = Files.createTempDirectory("berth-egress-");
-        ProxyConfig cfg = ProxyConfig.builder()
-                .ceiling(Policy.of(List.of("allowed.test:" + port, "also.test:" + port)))
-                .unsafeAllowLoopbackUpstreams(true).build();
-        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
-            if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
-            throw new UnknownHostException(host);
-        }).start();
+        EgressSettings egress = EgressFixture.proxy(List.of("allowed.test:" + port, "also.test:" + port));
         engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home)))
-                .withEgress(new EgressSettings(proxy, cfg.ceiling())));
+                .withEgress(egress));
         ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
     }
 

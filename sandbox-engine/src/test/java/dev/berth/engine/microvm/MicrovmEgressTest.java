@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.berth.engine.EgressFixture;
 import dev.berth.engine.EgressSettings;
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineConfig;
@@ -14,13 +15,6 @@ import dev.berth.engine.OutputListener;
 import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.Tenant;
-import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.Policy;
-import dev.berth.proxy.ProxyConfig;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -44,24 +38,12 @@ class MicrovmEgressTest {
 
     @BeforeAll
     void start() throws Exception {
-        upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
-        upstream.createContext("/", ex -> {
-            byte[] body = "hello from the host".getBytes(StandardCharsets.UTF_8);
-            ex.sendResponseHeaders(200, body.length);
-            ex.getResponseBody().write(body);
-            ex.close();
-        });
-        upstream.start();
+        upstream = EgressFixture.upstream(path -> "hello from the host");
         port = upstream.getAddress().getPort();
         home = Files.createTempDirectory("berth-vm-egress-");
-        ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(List.of("allowed.test:" + port)))
-                .unsafeAllowLoopbackUpstreams(true).build();
-        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
-            if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
-            throw new UnknownHostException(host);
-        }).start();
+        EgressSettings egress = EgressFixture.proxy(List.of("allowed.test:" + port));
         engine = Engine.start(EngineConfig.defaults(home, List.of(new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST)))
-                .withEgress(new EgressSettings(proxy, cfg.ceiling())));
+                .withEgress(egress));
         ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
     }
 

@@ -1,0 +1,45 @@
+package dev.berth.engine;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.berth.proxy.EgressProxy;
+import dev.berth.proxy.Policy;
+import dev.berth.proxy.ProxyConfig;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * Test fixture for egress from inside real workspaces: an HTTP upstream on this machine's loopback, and an egress
+ * proxy whose test resolver maps every {@code *.test} name to loopback (allowed only with the proxy's unsafe
+ * loopback setting, which production configs cannot turn on by accident).
+ */
+public final class EgressFixture {
+    private EgressFixture() {}
+
+    /** A started loopback HTTP server answering every request with {@code body.apply(path)}. */
+    public static HttpServer upstream(Function<String, String> body) throws IOException {
+        HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
+        s.createContext("/", ex -> {
+            byte[] b = body.apply(ex.getRequestURI().toString()).getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(200, b.length);
+            ex.getResponseBody().write(b);
+            ex.close();
+        });
+        s.start();
+        return s;
+    }
+
+    /** A started egress proxy whose ceiling is {@code entries}, resolving *.test names to loopback. */
+    public static EgressSettings proxy(List<String> entries) {
+        ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).unsafeAllowLoopbackUpstreams(true).build();
+        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
+            if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
+            throw new UnknownHostException(host);
+        }).start();
+        return new EgressSettings(proxy, cfg.ceiling());
+    }
+}
