@@ -60,8 +60,11 @@ check(back.resumed === true, "the run after park says it resumed");
 check(back.stdout.includes(parked.memory_kept ? "still running" : "stopped"), "memory_kept tells whether processes survived park");
 
 console.log("\n3. Snapshot before a risky change, then fork two independent experiments.");
-const snap = await tool("snapshot", { workspace: "demo-project", name: "before-refactor" });
-const a = await tool("open_workspace", { from_snapshot: "before-refactor" }, "fork A");
+// snapshot names are unique per server, and snapshots outlive their workspace: name this run's own
+const snapName = `before-refactor-${Date.now()}`;
+const snap = await tool("snapshot", { workspace: "demo-project", name: snapName });
+check(!snap.isError, "snapshot succeeds");
+const a = await tool("open_workspace", { from_snapshot: snapName }, "fork A");
 const b = await tool("open_workspace", { from_snapshot: snap.snapshot }, "fork B");
 await tool("run", { workspace: a.workspace, command: "echo 'experiment A' >> app/main.py && tail -1 app/main.py" }, "change in A");
 const inB = await tool("run", { workspace: b.workspace, command: "tail -1 app/main.py" }, "B is untouched");

@@ -30,7 +30,7 @@ class ExamplesE2eTest {
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue(p.waitFor(180, TimeUnit.SECONDS));
             assertEquals(0, p.exitValue(), out);
-            assertTrue(out.contains("forked from snapshot 'before-refactor'") && out.strip().endsWith("done"), out);
+            assertTrue(out.contains("forked from snapshot 'before-refactor-") && out.strip().endsWith("done"), out);
         } finally {
             dev.berth.engine.spi.Trees.delete(home);
         }
