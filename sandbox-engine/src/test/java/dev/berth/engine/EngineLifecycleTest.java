@@ -145,6 +145,24 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void idleWorkspaces_persistentParkedAndEphemeralClosed() throws Exception {
+        engine.close();
+        EngineConfig d = config();
+        engine = Engine.start(new EngineConfig(d.home(), d.drivers(), null, null, d.defaultTimeoutSeconds(), d.maxTimeoutSeconds(),
+                d.maxOutputBytes(), 1, 1, d.maxWorkspaces(), d.guard(), null));
+        String p = engine.open(A, OpenRequest.persistent("sleepy")).workspace().id();
+        String e = engine.open(A, OpenRequest.ephemeral()).workspace().id();
+        long deadline = System.nanoTime() + 30_000_000_000L; // the reaper runs every 5 s; this bounds the wait, it times nothing
+        while (System.nanoTime() < deadline
+                && !(engine.list(A).size() == 1 && engine.info(A, p).state() == WorkspaceState.PARKED)) {
+            Thread.sleep(200);
+        }
+        assertEquals(WorkspaceState.PARKED, engine.info(A, p).state());
+        assertEquals(List.of(p), engine.list(A).stream().map(WorkspaceInfo::id).toList(), "the idle ephemeral one is closed");
+        assertFalse(Files.exists(home.resolve("workspaces").resolve(e)));
+    }
+
+    @Test
     void run_whileParkRequested_parkRefusedWithRunCount() throws Exception {
         String id = engine.open(A, OpenRequest.ephemeral()).workspace().id();
         Thread t = Thread.ofVirtual().start(() -> {
