@@ -77,6 +77,7 @@ await tool("close_workspace", { workspace: tmp.workspace }, "close (deleted)");
 
 console.log("\n5. Clean up.");
 for (const w of [a.workspace, b.workspace]) await tool("close_workspace", { workspace: w }, `close fork ${w}`);
+await tool("snapshot", { delete: snapName }, "delete the snapshot (no fork uses it any more)");
 await tool("close_workspace", { workspace: "demo-project" }, "close persistent without delete (refused)");
 await tool("close_workspace", { workspace: "demo-project", delete: true }, "close persistent with delete: true");
 await client.close();

@@ -49,7 +49,7 @@ final class Tools {
                 case "open_workspace" -> this::open;
                 case "run" -> this::run;
                 case "park" -> (x, a, r) -> Results.park(engine.park(tenants.apply(x), a.requiredString("workspace")));
-                case "snapshot" -> (x, a, r) -> Results.snapshot(engine.snapshot(tenants.apply(x), a.requiredString("workspace"), a.string("name")));
+                case "snapshot" -> (x, a, r) -> snapshot(tenants.apply(x), a);
                 case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(tenants.apply(x), a.requiredString("workspace"), a.bool("delete", false)));
                 case "list_workspaces" -> (x, a, r) -> list(tenants.apply(x));
                 case "read_file" -> (x, a, r) -> files.read(tenants.apply(x), a);
@@ -143,6 +143,17 @@ final class Tools {
         try (ProgressStreamer streamer = new ProgressStreamer(ex, token)) {
             return Results.run(engine.run(tenant, rr, streamer));
         }
+    }
+
+    private Map<String, Object> snapshot(Tenant tenant, Args a) throws EngineException {
+        String delete = a.string("delete");
+        if (delete == null) return Results.snapshot(engine.snapshot(tenant, a.requiredString("workspace"), a.string("name")));
+        if (a.string("workspace") != null || a.string("name") != null) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "give either workspace (to take a snapshot) or delete (to remove one), not both");
+        }
+        Map<String, Object> m = Results.snapshot(engine.deleteSnapshot(tenant, delete));
+        m.put("deleted", true);
+        return m;
     }
 
     private Map<String, Object> list(Tenant tenant) throws EngineException {

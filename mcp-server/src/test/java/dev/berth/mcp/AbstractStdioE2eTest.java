@@ -117,8 +117,17 @@ abstract class AbstractStdioE2eTest {
 
         JsonNode list = ok("list_workspaces", Map.of());
         assertTrue(list.path("snapshots").toString().contains(snap.path("snapshot").asString()));
+        String both = error("snapshot", Map.of("workspace", id, "delete", "x"));
+        assertTrue(both.contains("not both"), both);
 
+        String busy = error("snapshot", Map.of("delete", snap.path("snapshot").asString()));
+        assertTrue(busy.contains("workspace " + forkId) && busy.contains("still builds on it"), busy);
         assertTrue(ok("close_workspace", Map.of("workspace", forkId)).path("deleted").asBoolean());
+        JsonNode deleted = ok("snapshot", Map.of("delete", "snap-before-change-" + isolation()));
+        assertTrue(deleted.path("deleted").asBoolean());
+        assertFalse(ok("list_workspaces", Map.of()).path("snapshots").toString().contains(snap.path("snapshot").asString()));
+        String twice = error("snapshot", Map.of("delete", snap.path("snapshot").asString()));
+        assertTrue(twice.contains("no snapshot"), twice);
         String refused = error("close_workspace", Map.of("workspace", id));
         assertTrue(refused.contains("is persistent") && refused.contains("delete: true"), refused);
         assertTrue(ok("close_workspace", Map.of("workspace", id, "delete", true)).path("deleted").asBoolean());

@@ -456,7 +456,7 @@ public final class Engine implements AutoCloseable {
                         + "; the workspace is unchanged", e);
             }
             var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
-                    out.stateBytes(), Instant.now().toString());
+                    out.stateBytes(), Instant.now().toString(), ws.fromSnapshot);
             store.save(tmp, rec);
             Files.move(tmp, store.snapshotDir(id), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             return rec.info();
@@ -473,6 +473,38 @@ public final class Engine implements AutoCloseable {
 
     public List<SnapshotInfo> snapshots(Tenant tenant) throws EngineException {
         return snapshotCatalog.list(tenant);
+    }
+
+    /**
+     * Deletes a snapshot. Refused while anything still builds on it (a microVM fork maps its snapshot's memory and
+     * uses its disk as backing file): open workspaces forked from it, or snapshots taken of such workspaces.
+     */
+    public SnapshotInfo deleteSnapshot(Tenant tenant, String ref) throws EngineException {
+        ensureOpen();
+        synchronized (namesLock) {
+            Store.SnapshotRecord snap = snapshotCatalog.find(tenant, ref);
+            List<String> users = new ArrayList<>();
+            for (Workspace w : workspaces.values()) {
+                if (snap.id().equals(w.fromSnapshot) && w.state != WorkspaceState.CLOSED) users.add("workspace " + w.label());
+            }
+            for (Store.SnapshotRecord other : snapshotCatalog.all()) {
+                if (snap.id().equals(other.parent())) users.add("snapshot " + other.name());
+            }
+            if (!users.isEmpty()) {
+                throw new EngineException(Kind.CONFLICT, "cannot delete snapshot '" + snap.name() + "': " + String.join(", ", users)
+                        + " still build" + (users.size() == 1 ? "s" : "") + " on it; close or delete them first");
+            }
+            Path dir = store.snapshotDir(snap.id());
+            Path doomed = store.snapshots.resolve(".deleted-" + snap.id());
+            try {
+                // rename first: a crash half-way leaves a hidden directory that start-up removes, never half a snapshot
+                Files.move(dir, doomed, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                Store.deleteTree(doomed);
+            } catch (IOException e) {
+                throw new EngineException(Kind.INTERNAL, "deleting snapshot '" + snap.name() + "' failed: " + e.getMessage(), e);
+            }
+            return snap.info();
+        }
     }
 
     // ---------------------------------------------------------------- close

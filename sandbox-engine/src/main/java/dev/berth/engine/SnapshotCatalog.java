@@ -20,6 +20,23 @@ final class SnapshotCatalog {
 
     SnapshotCatalog(Store store) { this.store = store; }
 
+    /** Every readable snapshot record, of every tenant (for dependency checks). */
+    List<Store.SnapshotRecord> all() throws EngineException {
+        List<Store.SnapshotRecord> out = new ArrayList<>();
+        try {
+            for (Path dir : Store.children(store.snapshots)) {
+                try {
+                    out.add(store.loadSnapshot(dir));
+                } catch (IOException ignored) {
+                    // unreadable: listed as skipped by list()
+                }
+            }
+        } catch (IOException e) {
+            throw new EngineException(Kind.INTERNAL, "cannot list snapshots: " + e.getMessage(), e);
+        }
+        return out;
+    }
+
     List<SnapshotInfo> list(Tenant tenant) throws EngineException {
         List<SnapshotInfo> out = new ArrayList<>();
         try {

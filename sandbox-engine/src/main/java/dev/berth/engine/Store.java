@@ -32,8 +32,9 @@ final class Store {
                            List<String> egress) {}
 
     /** Persisted fields of a snapshot. */
+    /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
     record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
-                          long stateBytes, String createdAt) {
+                          long stateBytes, String createdAt, String parent) {
         SnapshotInfo info() {
             return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt));
         }

@@ -59,6 +59,8 @@ class EngineLifecycleTest {
         for (String ref : List.of(snap.id(), "alice-snap")) {
             var e = assertThrows(EngineException.class, () -> engine.open(B, new OpenRequest(null, null, ref, null, null)));
             assertEquals(EngineException.Kind.NOT_FOUND, e.kind());
+            var d = assertThrows(EngineException.class, () -> engine.deleteSnapshot(B, ref));
+            assertEquals(EngineException.Kind.NOT_FOUND, d.kind());
         }
         // the same name is free for another tenant, and is another workspace
         String bobs = engine.open(B, OpenRequest.persistent("proj")).workspace().id();
