@@ -19,6 +19,12 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# The microVM test image extracts Debian's cloud kernel (apt-get download, never installed): the package lists
+# must know it even when every package above was already installed.
+if ! apt-cache policy linux-image-cloud-amd64 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  [ "$(id -u)" -eq 0 ] && apt-get update -qq
+fi
+
 command -v node >/dev/null || { echo "Node.js is needed for the MCP client tests and examples" >&2; exit 1; }
 # the official MCP TypeScript SDK, pinned by the lock files
 for dir in mcp-server/src/test/node examples; do

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -17,19 +15,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * connection closed after the tunnel opened) and a fragment the decision reason must contain.
  * Placeholders: {H} loopback HTTP origin port, {P} plain echo port, {T} TLS-checked echo port.
  */
-class AdversarialTest {
-    static Harness h;
-
-    @BeforeAll
-    static void start() throws Exception {
-        h = new Harness();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        h.close();
-    }
-
+class AdversarialTest extends HarnessTest {
     record Case(String name, String request, byte[] tunnelPayload, int status, String reason) {
         @Override
         public String toString() {

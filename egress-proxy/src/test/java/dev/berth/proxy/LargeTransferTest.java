@@ -6,24 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import java.io.InputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Bodies far larger than the socket buffers and water marks, so back-pressure paths actually run. */
-class LargeTransferTest {
-    static Harness h;
-
-    @BeforeAll
-    static void start() throws Exception {
-        h = new Harness();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        h.close();
-    }
-
+class LargeTransferTest extends HarnessTest {
     @Test
     void httpPost_16MiBFixedLengthBody_arrivesComplete() throws Exception {
         int n = 16 << 20;

@@ -13,23 +13,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class WorkingPathsTest {
-    static Harness h;
-
-    @BeforeAll
-    static void start() throws Exception {
-        h = new Harness();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        h.close();
-    }
-
+class WorkingPathsTest extends HarnessTest {
     @Test
     void connect_plainPortAllowedHost_echoesThroughTunnel() throws Exception {
         int before = h.decisions.size();

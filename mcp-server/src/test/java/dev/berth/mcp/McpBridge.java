@@ -86,6 +86,13 @@ final class McpBridge implements AutoCloseable {
         return r.path("result");
     }
 
+    /** Calls a tool that must succeed; returns its structured content. */
+    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
+        JsonNode r = call(tool, args);
+        if (r.path("isError").asBoolean()) throw new AssertionError(tool + " failed: " + r);
+        return r.path("structuredContent");
+    }
+
     /** Calls a tool with a progress token; returns the whole answer (result and progress messages). */
     JsonNode callWithProgress(String tool, Map<String, Object> args) throws IOException {
         JsonNode r = send(Map.of("op", "call", "name", tool, "args", args, "progress", true));

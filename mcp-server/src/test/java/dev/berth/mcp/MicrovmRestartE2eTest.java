@@ -9,9 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -21,40 +20,24 @@ import tools.jackson.databind.JsonNode;
  */
 class MicrovmRestartE2eTest {
     static final String[] ARGS = {"--isolation", "microvm", "--microvm-image", "test"};
-    Path home;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        home = Files.createTempDirectory("berth-vm-restart-");
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        dev.berth.engine.spi.Trees.delete(home);
-    }
-
-    private static JsonNode ok(McpBridge mcp, String tool, Map<String, Object> args) throws IOException {
-        JsonNode r = mcp.call(tool, args);
-        assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
-        return r.path("structuredContent");
-    }
+    @TempDir Path home;
 
     @Test
     void cleanRestart_runningProcessSurvivesInsideTheParkedVm() throws Exception {
         long serverPid;
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             serverPid = mcp.connect().path("pid").asLong();
-            ok(mcp, "open_workspace", Map.of("name", "vm-keep"));
-            ok(mcp, "run", Map.of("workspace", "vm-keep", "command",
+            mcp.ok("open_workspace", Map.of("name", "vm-keep"));
+            mcp.ok("run", Map.of("workspace", "vm-keep", "command",
                     "echo on-disk > notes.txt; sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
-            ok(mcp, "run", Map.of("workspace", "vm-keep", "command", "sleep 1; cat /tmp/counter"));
+            mcp.ok("run", Map.of("workspace", "vm-keep", "command", "sleep 1; cat /tmp/counter"));
         }
         ProcessHandle.of(serverPid).ifPresent(p -> p.onExit().orTimeout(60, TimeUnit.SECONDS).join());
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             mcp.connect();
-            JsonNode listed = ok(mcp, "list_workspaces", Map.of()).path("workspaces").get(0);
+            JsonNode listed = mcp.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("parked", listed.path("state").asString());
-            JsonNode r = ok(mcp, "run", Map.of("workspace", "vm-keep", "command",
+            JsonNode r = mcp.ok("run", Map.of("workspace", "vm-keep", "command",
                     "cat notes.txt; a=$(cat /tmp/counter); sleep 1; b=$(cat /tmp/counter); [ \"$b\" -gt \"$a\" ] && echo counting"));
             assertTrue(r.path("resumed").asBoolean(), r.toString());
             assertEquals("on-disk\ncounting\n", r.path("stdout").asString(), "the background loop must still run after the restart: " + r);
@@ -66,8 +49,8 @@ class MicrovmRestartE2eTest {
         long serverPid;
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             serverPid = mcp.connect().path("pid").asLong();
-            ok(mcp, "open_workspace", Map.of("name", "vm-crash"));
-            ok(mcp, "run", Map.of("workspace", "vm-crash", "command", "echo survived > notes.txt; sync"));
+            mcp.ok("open_workspace", Map.of("name", "vm-crash"));
+            mcp.ok("run", Map.of("workspace", "vm-crash", "command", "echo survived > notes.txt; sync"));
             ProcessHandle server = ProcessHandle.of(serverPid).orElseThrow();
             var qemus = server.descendants().filter(p -> p.info().command().orElse("").contains("qemu")).toList();
             assertFalse(qemus.isEmpty(), "expected a QEMU under the server");
@@ -76,7 +59,7 @@ class MicrovmRestartE2eTest {
             try (McpBridge again = McpBridge.stdio(home, ARGS)) {
                 again.connect(); // start-up cleans up what the dead server left
                 for (ProcessHandle q : qemus) q.onExit().get(20, TimeUnit.SECONDS);
-                JsonNode r = ok(again, "run", Map.of("workspace", "vm-crash", "command", "cat notes.txt"));
+                JsonNode r = again.ok("run", Map.of("workspace", "vm-crash", "command", "cat notes.txt"));
                 assertEquals("survived\n", r.path("stdout").asString());
                 assertTrue(r.path("resumed").asBoolean());
             }

@@ -9,30 +9,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
 /** Persistent workspaces survive the server process: a clean exit (stdin closed) and a kill -9. */
 class RestartE2eTest {
-    Path home;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        home = Files.createTempDirectory("berth-restart-");
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        dev.berth.engine.spi.Trees.delete(home);
-    }
-
-    private static JsonNode ok(McpBridge mcp, String tool, Map<String, Object> args) throws IOException {
-        JsonNode r = mcp.call(tool, args);
-        assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
-        return r.path("structuredContent");
-    }
+    @TempDir Path home;
 
     @Test
     void killNine_persistentFilesSurviveAndSandboxDiesWithServer() throws Exception {
@@ -40,9 +23,9 @@ class RestartE2eTest {
         long serverPid;
         try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
             serverPid = mcp.connect().path("pid").asLong();
-            id = ok(mcp, "open_workspace", Map.of("name", "keeper")).path("workspace").asString();
-            ok(mcp, "run", Map.of("workspace", "keeper", "command", "echo survived > state.txt; mkdir -p ~/.cache && echo dot > ~/.cache/x"));
-            ok(mcp, "open_workspace", Map.of()); // an ephemeral one, to be cleaned up at the next start
+            id = mcp.ok("open_workspace", Map.of("name", "keeper")).path("workspace").asString();
+            mcp.ok("run", Map.of("workspace", "keeper", "command", "echo survived > state.txt; mkdir -p ~/.cache && echo dot > ~/.cache/x"));
+            mcp.ok("open_workspace", Map.of()); // an ephemeral one, to be cleaned up at the next start
             ProcessHandle server = ProcessHandle.of(serverPid).orElseThrow();
             var sandboxes = server.descendants().filter(p -> p.info().command().orElse("").endsWith("bwrap")).toList();
             assertFalse(sandboxes.isEmpty(), "expected bwrap processes under the server");
@@ -52,12 +35,12 @@ class RestartE2eTest {
         }
         try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
             mcp.connect();
-            JsonNode list = ok(mcp, "list_workspaces", Map.of());
+            JsonNode list = mcp.ok("list_workspaces", Map.of());
             assertEquals(1, list.path("workspaces").size(), "the ephemeral workspace should be gone: " + list);
             JsonNode ws = list.path("workspaces").get(0);
             assertEquals(id, ws.path("workspace").asString());
             assertEquals("parked", ws.path("state").asString());
-            JsonNode r = ok(mcp, "run", Map.of("workspace", "keeper", "command", "cat state.txt ~/.cache/x"));
+            JsonNode r = mcp.ok("run", Map.of("workspace", "keeper", "command", "cat state.txt ~/.cache/x"));
             assertEquals("survived\ndot\n", r.path("stdout").asString());
             assertTrue(r.path("resumed").asBoolean());
         }
@@ -72,9 +55,9 @@ class RestartE2eTest {
         long serverPid;
         try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
             serverPid = mcp.connect().path("pid").asLong();
-            ok(mcp, "open_workspace", Map.of("name", "calm"));
-            ok(mcp, "run", Map.of("workspace", "calm", "command", "echo calm > c.txt"));
-            ephemeral = ok(mcp, "open_workspace", Map.of()).path("workspace").asString();
+            mcp.ok("open_workspace", Map.of("name", "calm"));
+            mcp.ok("run", Map.of("workspace", "calm", "command", "echo calm > c.txt"));
+            ephemeral = mcp.ok("open_workspace", Map.of()).path("workspace").asString();
         } // closing the bridge closes the server's stdin
         ProcessHandle.of(serverPid).ifPresent(p -> {
             try {
@@ -86,7 +69,7 @@ class RestartE2eTest {
         assertFalse(Files.exists(home.resolve("workspaces").resolve(ephemeral)), "ephemeral workspace left on disk");
         try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
             mcp.connect();
-            assertEquals("calm\n", ok(mcp, "run", Map.of("workspace", "calm", "command", "cat c.txt")).path("stdout").asString());
+            assertEquals("calm\n", mcp.ok("run", Map.of("workspace", "calm", "command", "cat c.txt")).path("stdout").asString());
         }
     }
 }
