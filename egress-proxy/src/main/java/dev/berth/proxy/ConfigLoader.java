@@ -24,15 +24,27 @@ import tools.jackson.databind.json.JsonMapper;
  *   "presets": ["npm", "github"],
  *   "allow": [ {"host": "example.com", "ports": [443, 80]}, {"host": "*.corp.example"} ],
  *   "limits": {"maxHeaderBytes": 32768, "headerTimeoutMs": 10000, ...},
- *   "unsafe": {"unsafeAllowLoopbackUpstreams": true}      // tests only; loudly audited
+ *   "unsafe": {"unsafeAllowLoopbackUpstreams": true},     // tests only; loudly audited
+ *   "secrets": {
+ *     "github": {"env": "GITHUB_TOKEN", "hosts": ["api.github.com", "github.com"],
+ *                "fromEnv": "BERTH_SECRET_GITHUB",            // or "fromFile": "/run/secrets/gh" (exactly one)
+ *                "unsafeAllowPlainHttp": false}                // default false
+ *   },
+ *   "tls": {"upstreamTrust": ["/etc/berth/corp-ca.pem"]}      // extra CAs for intercepted upstreams
  * }
  * }</pre>
+ *
+ * Secret values are read here (environment variable or file, trailing newlines trimmed) and
+ * never appear in an error message: errors name the secret and the source only. Every host a
+ * secret is bound to must be allowed by the ceiling on port 443.
  *
  * Unsafe settings are accepted only inside an explicit {@code "unsafe"} block, so they cannot be
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe");
+    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls");
+    private static final Set<String> SECRET = Set.of("env", "hosts", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
+    private static final Set<String> TLS = Set.of("upstreamTrust");
     private static final Set<String> ENTRY = Set.of("host", "ports");
     private static final Set<String> LIMITS = Set.of("maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
             "maxTunnelsPerWorkspace", "maxBytesPerWorkspace", "dnsTimeoutMs", "connectTimeoutMs");
@@ -51,6 +63,11 @@ public final class ConfigLoader {
     }
 
     public static ProxyConfig parse(String json) throws ConfigException {
+        return parse(json, System::getenv);
+    }
+
+    /** As {@link #parse(String)} with an explicit environment (tests). */
+    static ProxyConfig parse(String json, java.util.function.Function<String, String> env) throws ConfigException {
         JsonNode root;
         try {
             JsonMapper mapper = JsonMapper.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
@@ -93,7 +110,96 @@ public final class ConfigLoader {
                 b.unsafeAllowLoopbackUpstreams(v.booleanValue());
             }
         }
-        return b.build();
+        JsonNode tls = root.get("tls");
+        if (tls != null) tls(tls, b);
+        JsonNode secrets = root.get("secrets");
+        if (secrets != null) secrets(secrets, b, env);
+        try {
+            return b.build();
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(e.getMessage());
+        }
+    }
+
+    private static void tls(JsonNode tls, ProxyConfig.Builder b) throws ConfigException {
+        if (!tls.isObject()) throw new ConfigException("\"tls\" must be an object");
+        checkKeys(tls, TLS, "tls");
+        JsonNode trust = tls.get("upstreamTrust");
+        if (trust == null) return;
+        if (!trust.isArray()) throw new ConfigException("tls.upstreamTrust must be an array of PEM file paths");
+        List<Path> files = new ArrayList<>();
+        int i = 0;
+        for (JsonNode t : trust.values()) {
+            String where = "tls.upstreamTrust[" + i++ + "]";
+            if (!t.isString() || t.stringValue().isEmpty()) throw new ConfigException(where + " must be a non-empty string path");
+            Path p = Path.of(t.stringValue());
+            try {
+                Pem.readCertificates(p);
+            } catch (IOException e) {
+                throw new ConfigException(where + ": cannot use " + p + " as a CA file: " + e.getMessage(), e);
+            }
+            files.add(p);
+        }
+        b.upstreamTrustFiles(files);
+    }
+
+    private static void secrets(JsonNode secrets, ProxyConfig.Builder b, java.util.function.Function<String, String> env)
+            throws ConfigException {
+        if (!secrets.isObject()) throw new ConfigException("\"secrets\" must be an object of name -> {\"env\", \"hosts\", \"fromEnv\"|\"fromFile\"}");
+        for (Map.Entry<String, JsonNode> e : secrets.properties()) {
+            String name = e.getKey();
+            if (!SecretBinding.NAME.matcher(name).matches()) {
+                throw new ConfigException("secret name '" + HostNames.printable(name) + "' is invalid: must match [a-z0-9_]{1,32}");
+            }
+            String where = "secret '" + name + "'";
+            JsonNode s = e.getValue();
+            if (!s.isObject()) throw new ConfigException(where + " must be an object");
+            checkKeys(s, SECRET, "secrets." + name);
+            JsonNode envName = s.get("env");
+            if (envName == null || !envName.isString()) throw new ConfigException(where + ": \"env\" must be a string");
+            JsonNode hosts = s.get("hosts");
+            if (hosts == null || !hosts.isArray() || hosts.isEmpty()) {
+                throw new ConfigException(where + ": \"hosts\" must be a non-empty array of host names");
+            }
+            List<String> hostList = new ArrayList<>();
+            for (JsonNode h : hosts.values()) {
+                if (!h.isString()) throw new ConfigException(where + ": \"hosts\" entries must be strings, got " + h);
+                hostList.add(h.stringValue());
+            }
+            JsonNode fromEnv = s.get("fromEnv");
+            JsonNode fromFile = s.get("fromFile");
+            if ((fromEnv == null) == (fromFile == null)) {
+                throw new ConfigException(where + " needs exactly one of \"fromEnv\" or \"fromFile\"");
+            }
+            String value;
+            if (fromEnv != null) {
+                if (!fromEnv.isString()) throw new ConfigException(where + ": \"fromEnv\" must be a string");
+                value = env.apply(fromEnv.stringValue());
+                if (value == null || value.isEmpty()) {
+                    throw new ConfigException(where + ": environment variable " + HostNames.printable(fromEnv.stringValue())
+                            + " (fromEnv) is not set or empty");
+                }
+            } else {
+                if (!fromFile.isString()) throw new ConfigException(where + ": \"fromFile\" must be a string");
+                Path p = Path.of(fromFile.stringValue());
+                try {
+                    value = Files.readString(p);
+                } catch (IOException | RuntimeException ex) {
+                    // The exception message is not quoted: for a malformed file it could carry content.
+                    throw new ConfigException(where + ": cannot read fromFile " + p + " (" + ex.getClass().getSimpleName() + ")");
+                }
+                value = value.replaceAll("[\r\n]+$", "");
+                if (value.isEmpty()) throw new ConfigException(where + ": fromFile " + p + " is empty");
+            }
+            JsonNode plain = s.get("unsafeAllowPlainHttp");
+            if (plain != null && !plain.isBoolean()) throw new ConfigException(where + ": \"unsafeAllowPlainHttp\" must be a boolean");
+            try {
+                SecretBinding binding = SecretBinding.of(name, envName.stringValue(), hostList, value);
+                b.secret(plain != null && plain.booleanValue() ? binding.withUnsafeAllowPlainHttp(true) : binding);
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(ex.getMessage());
+            }
+        }
     }
 
     private static Policy.Entry entry(JsonNode e, String where) throws ConfigException {

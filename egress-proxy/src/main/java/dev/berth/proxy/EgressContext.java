@@ -1,21 +1,32 @@
 package dev.berth.proxy;
 
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Who a connection belongs to and what it may reach.
  *
- * @param workspaceId owning workspace (quotas are per workspace)
+ * @param workspaceId owning workspace (quotas are per workspace; credential placeholders are
+ *     honoured only on connections of the workspace they were minted for)
  * @param runId the run that opened the connection, or null if unknown
  * @param policy effective policy; must already be {@code ceiling.narrow(...)} of workspace/run
  *     requests. The proxy additionally intersects it with its own ceiling, so passing a wider
  *     policy cannot widen anything.
  * @param listener receives every decision made for connections attached with this context
+ * @param secrets names of the secret bindings this workspace may use. Only these bindings' hosts
+ *     are TLS-intercepted, and only these bindings' placeholders are substituted. Names that are
+ *     not configured are ignored.
  */
-public record EgressContext(String workspaceId, String runId, Policy policy, DecisionListener listener) {
+public record EgressContext(String workspaceId, String runId, Policy policy, DecisionListener listener, Set<String> secrets) {
     public EgressContext {
         Objects.requireNonNull(workspaceId, "workspaceId");
         Objects.requireNonNull(policy, "policy");
         listener = listener == null ? d -> {} : listener;
+        secrets = secrets == null ? Set.of() : Set.copyOf(secrets);
+    }
+
+    /** A context without secrets: nothing is intercepted, no placeholder is honoured. */
+    public EgressContext(String workspaceId, String runId, Policy policy, DecisionListener listener) {
+        this(workspaceId, runId, policy, listener, Set.of());
     }
 }

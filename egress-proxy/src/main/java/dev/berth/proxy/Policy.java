@@ -137,6 +137,14 @@ public final class Policy {
 
     record Verdict(boolean allowed, String reason) {}
 
+    /** True if one entry allows every name {@code pattern} matches on at least one of {@code ports} (null: any port). */
+    boolean covers(HostPattern pattern, Set<Integer> ports) {
+        for (Entry e : entries) {
+            if (pattern.equals(e.host().intersect(pattern)) && (ports == null || e.ports().stream().anyMatch(ports::contains))) return true;
+        }
+        return false;
+    }
+
     /** Public (non-internal) view of the entries, e.g. {@code "*.github.com:[443]"}. */
     public List<String> describe() {
         return entries.stream().map(Entry::toString).toList();

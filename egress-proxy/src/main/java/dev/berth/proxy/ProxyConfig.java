@@ -31,6 +31,8 @@ public final class ProxyConfig {
     private final Duration connectTimeout;
     private final boolean unsafeAllowLoopbackUpstreams;
     private final java.util.Set<Integer> tlsPorts;
+    private final java.util.Map<String, SecretBinding> secrets;
+    private final java.util.List<java.nio.file.Path> upstreamTrustFiles;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -44,6 +46,8 @@ public final class ProxyConfig {
         this.connectTimeout = b.connectTimeout;
         this.unsafeAllowLoopbackUpstreams = b.unsafeAllowLoopbackUpstreams;
         this.tlsPorts = java.util.Set.copyOf(b.tlsPorts);
+        this.secrets = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(b.secrets));
+        this.upstreamTrustFiles = java.util.List.copyOf(b.upstreamTrustFiles);
     }
 
     public static Builder builder() {
@@ -65,6 +69,12 @@ public final class ProxyConfig {
     /** CONNECT ports whose first bytes must be a TLS ClientHello with SNI == CONNECT host (default 443). */
     public java.util.Set<Integer> tlsPorts() { return tlsPorts; }
 
+    /** Secret bindings by name, in insertion order. */
+    public java.util.Map<String, SecretBinding> secrets() { return secrets; }
+
+    /** Extra PEM CA files trusted for upstream TLS of intercepted connections, on top of the JDK default trust store. */
+    public java.util.List<java.nio.file.Path> upstreamTrustFiles() { return upstreamTrustFiles; }
+
     public Builder toBuilder() {
         Builder b = new Builder();
         b.ceiling = ceiling;
@@ -78,6 +88,8 @@ public final class ProxyConfig {
         b.connectTimeout = connectTimeout;
         b.unsafeAllowLoopbackUpstreams = unsafeAllowLoopbackUpstreams;
         b.tlsPorts = tlsPorts;
+        b.secrets.putAll(secrets);
+        b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
     }
 
@@ -93,6 +105,8 @@ public final class ProxyConfig {
         private Duration connectTimeout = Duration.ofSeconds(10);
         private boolean unsafeAllowLoopbackUpstreams;
         private java.util.Set<Integer> tlsPorts = java.util.Set.of(443);
+        private final java.util.Map<String, SecretBinding> secrets = new java.util.LinkedHashMap<>();
+        private java.util.List<java.nio.file.Path> upstreamTrustFiles = java.util.List.of();
 
         private Builder() {}
 
@@ -111,7 +125,39 @@ public final class ProxyConfig {
         /** Ports that get the SNI check; 443 should stay in the set (tests add their loopback TLS port). */
         public Builder tlsPorts(java.util.Set<Integer> ports) { this.tlsPorts = java.util.Set.copyOf(ports); return this; }
 
+        /**
+         * Adds a secret binding. Names and env variables must be unique; at {@link #build} every
+         * host of the binding must be allowed by the ceiling on a TLS port.
+         */
+        public Builder secret(SecretBinding b) {
+            Objects.requireNonNull(b, "binding");
+            if (secrets.containsKey(b.name())) throw new IllegalArgumentException("duplicate secret '" + b.name() + "'");
+            for (SecretBinding o : secrets.values()) {
+                if (o.env().equals(b.env())) {
+                    throw new IllegalArgumentException("secrets '" + o.name() + "' and '" + b.name() + "' both use env " + b.env());
+                }
+            }
+            secrets.put(b.name(), b);
+            return this;
+        }
+
+        public Builder upstreamTrustFiles(java.util.List<java.nio.file.Path> pems) {
+            this.upstreamTrustFiles = java.util.List.copyOf(pems);
+            return this;
+        }
+
+        /** @throws IllegalArgumentException if a secret is bound to a host the ceiling does not allow on a TLS port */
         public ProxyConfig build() {
+            for (SecretBinding b : secrets.values()) {
+                for (int i = 0; i < b.patterns().size(); i++) {
+                    // A plain-HTTP binding may be used on any allowed port; otherwise it is only useful on a TLS port.
+                    if (!ceiling.covers(b.patterns().get(i), b.unsafeAllowPlainHttp() ? null : tlsPorts)) {
+                        throw new IllegalArgumentException("secret '" + b.name() + "' is bound to host " + b.hosts().get(i)
+                                + " which the egress allow-list does not allow"
+                                + (b.unsafeAllowPlainHttp() ? "" : " (on port " + new java.util.TreeSet<>(tlsPorts) + ")"));
+                    }
+                }
+            }
             return new ProxyConfig(this);
         }
 

@@ -1,0 +1,118 @@
+package dev.berth.proxy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * An operator-configured secret: its real value and the hosts it may be sent to. Workspaces never
+ * see the value; they get a per-run placeholder ({@link EgressProxy#mint}) that the proxy swaps for
+ * the value in requests to the bound hosts only.
+ *
+ * <p>Immutable and thread-safe. The value is held only in memory; {@link #toString()} never shows
+ * it, and neither does any exception message thrown here.
+ */
+public final class SecretBinding {
+    static final Pattern NAME = Pattern.compile("[a-z0-9_]{1,32}");
+    static final Pattern ENV = Pattern.compile("[A-Z_][A-Z0-9_]{0,63}");
+
+    private final String name;
+    private final String env;
+    private final List<String> hosts;
+    private final List<HostPattern> patterns;
+    private final String value;
+    private final boolean unsafeAllowPlainHttp;
+
+    private SecretBinding(String name, String env, List<String> hosts, List<HostPattern> patterns, String value, boolean plain) {
+        this.name = name;
+        this.env = env;
+        this.hosts = hosts;
+        this.patterns = patterns;
+        this.value = value;
+        this.unsafeAllowPlainHttp = plain;
+    }
+
+    /**
+     * Validates and builds a binding.
+     *
+     * @param name {@code [a-z0-9_]{1,32}} (no '-': it separates the parts of a placeholder)
+     * @param env environment variable the placeholder is put in, {@code [A-Z_][A-Z0-9_]{0,63}}
+     * @param hostPatterns exact hosts or {@code *.suffix} wildcards, as in allow-list entries; IP
+     *     literals are refused (a certificate for an IP literal is not what clients check)
+     * @param value the real secret: non-empty, printable ASCII (it is sent in header values)
+     * @throws IllegalArgumentException naming the bad field (never quoting the value)
+     */
+    public static SecretBinding of(String name, String env, List<String> hostPatterns, String value) {
+        Objects.requireNonNull(name, "name");
+        if (!NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException("secret name '" + HostNames.printable(name) + "' is invalid: must match [a-z0-9_]{1,32}");
+        }
+        Objects.requireNonNull(env, "env");
+        if (!ENV.matcher(env).matches()) {
+            throw new IllegalArgumentException("secret '" + name + "': env '" + HostNames.printable(env)
+                    + "' is invalid: must match [A-Z_][A-Z0-9_]{0,63}");
+        }
+        if (hostPatterns == null || hostPatterns.isEmpty()) {
+            throw new IllegalArgumentException("secret '" + name + "': hosts must name at least one host");
+        }
+        List<HostPattern> patterns = new ArrayList<>();
+        for (String h : hostPatterns) {
+            HostPattern p;
+            try {
+                p = HostPattern.parse(h);
+            } catch (HostNames.InvalidHostException e) {
+                throw new IllegalArgumentException("secret '" + name + "': host: " + e.getMessage());
+            }
+            if (p.ip() != null) {
+                throw new IllegalArgumentException("secret '" + name + "': host '" + HostNames.printable(h)
+                        + "' is an IP literal; secrets are bound to host names only");
+            }
+            patterns.add(p);
+        }
+        if (value == null || value.isEmpty()) throw new IllegalArgumentException("secret '" + name + "': value is empty");
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < 0x20 || c >= 0x7f) {
+                throw new IllegalArgumentException("secret '" + name + "': value contains a control or non-ASCII character at index " + i
+                        + " (it is sent in HTTP header values)");
+            }
+        }
+        return new SecretBinding(name, env, List.copyOf(hostPatterns), List.copyOf(patterns), value, false);
+    }
+
+    /** A copy that may also be injected into plain-HTTP requests (the value then crosses the network in clear). */
+    public SecretBinding withUnsafeAllowPlainHttp(boolean allow) {
+        return new SecretBinding(name, env, hosts, patterns, value, allow);
+    }
+
+    public String name() { return name; }
+    public String env() { return env; }
+    /** Host patterns as configured. */
+    public List<String> hosts() { return hosts; }
+    /** Default false: the value is injected only into intercepted HTTPS requests. */
+    public boolean unsafeAllowPlainHttp() { return unsafeAllowPlainHttp; }
+
+    /** True if the canonical host name (lowercase punycode, no trailing dot) is one this secret may be sent to. */
+    public boolean matchesHost(String canonicalHost) {
+        HostNames.Host h;
+        try {
+            h = HostNames.normalize(canonicalHost);
+        } catch (HostNames.InvalidHostException e) {
+            return false;
+        }
+        for (HostPattern p : patterns) if (p.matches(h)) return true;
+        return false;
+    }
+
+    List<HostPattern> patterns() { return patterns; }
+
+    /** The real value. Package-private: only the substitution and response redaction read it. */
+    String value() { return value; }
+
+    @Override
+    public String toString() {
+        return "SecretBinding[name=" + name + ", env=" + env + ", hosts=" + hosts
+                + (unsafeAllowPlainHttp ? ", unsafeAllowPlainHttp" : "") + ", value=<redacted>]";
+    }
+}
