@@ -33,6 +33,23 @@ final class Downstream {
     /** Engine -> proxy (as a user event): the guest side can/cannot take more bytes. */
     record Writability(boolean writable) implements Signal {}
 
+    /**
+     * Attach mode with TLS interception: an {@code SslHandler} between the frontend and the
+     * LocalChannel rejects non-byte messages, so signals are sent past it, after flushing the
+     * TLS records queued before them (so OutputShutdown still follows the last byte).
+     */
+    static final class SignalBypass extends io.netty.channel.ChannelOutboundHandlerAdapter {
+        @Override
+        public void write(io.netty.channel.ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+            if (msg instanceof Signal) {
+                ctx.flush();
+                ctx.pipeline().firstContext().write(msg, promise);
+            } else {
+                ctx.write(msg, promise);
+            }
+        }
+    }
+
     static void shutdownOutput(Channel ch) {
         if (ch instanceof DuplexChannel d) {
             d.shutdownOutput();

@@ -40,6 +40,7 @@ public final class EgressProxy implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(EgressProxy.class.getName());
 
     private final Shared shared;
+    private final CredentialRegistry credentials;
     private final EventLoopGroup nioGroup;
     private final EventLoopGroup localGroup;
     private final ExecutorService resolverThreads;
@@ -61,7 +62,34 @@ public final class EgressProxy implements AutoCloseable {
         dns.allowCoreThreadTimeOut(true);
         this.resolverThreads = dns;
         Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads);
-        this.shared = new Shared(cfg, gk, b.audit, nioGroup, b.forwardHook);
+        InterceptionCa ca;
+        io.netty.handler.ssl.SslContext upstreamTls = null;
+        try {
+            ca = b.caDirectory == null ? InterceptionCa.generate(instance) : InterceptionCa.loadOrCreate(b.caDirectory, instance);
+            if (!cfg.secrets().isEmpty()) {
+                upstreamTls = UpstreamTls.clientContext(cfg.upstreamTrustFiles());
+                ca.serverContext("warm-up.invalid"); // generates the shared leaf key now, not on the first CONNECT
+            }
+        } catch (IOException e) {
+            nioGroup.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            localGroup.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            dns.shutdownNow();
+            throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
+        }
+        this.credentials = new CredentialRegistry(cfg.secrets());
+        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls);
+        for (SecretBinding sb : cfg.secrets().values()) {
+            if (sb.unsafeAllowPlainHttp()) {
+                String msg = "UNSAFE: secret '" + sb.name() + "' has unsafeAllowPlainHttp - its value may cross the network unencrypted";
+                LOG.log(System.Logger.Level.WARNING, msg);
+                b.audit.record(AuditRecord.note("unsafe-setting", msg));
+            }
+        }
+        if (!cfg.secrets().isEmpty()) {
+            b.audit.record(AuditRecord.note("secrets", "secret bindings " + cfg.secrets().values().stream()
+                    .map(x -> x.name() + "->" + x.hosts() + (x.unsafeAllowPlainHttp() ? " (unsafeAllowPlainHttp)" : "")).toList()
+                    + "; interception CA " + ca.certificate().getSubjectX500Principal().getName()));
+        }
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
         if (cfg.unsafeAllowLoopbackUpstreams()) {
             String msg = "UNSAFE: unsafeAllowLoopbackUpstreams is ON - workspaces may reach 127.0.0.0/8 and ::1. Tests/benchmarks only.";
@@ -147,6 +175,28 @@ public final class EgressProxy implements AutoCloseable {
         return instance + "-" + ids.incrementAndGet();
     }
 
+    /**
+     * The interception CA certificate (PEM). Commands must trust it (e.g. via SSL_CERT_FILE,
+     * NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO) for intercepted hosts to work.
+     * Stable for the proxy's life (and across restarts with {@link Builder#caDirectory}).
+     */
+    public String caCertificatePem() {
+        return shared.ca().certificatePem();
+    }
+
+    /**
+     * Mints one placeholder per named binding for one run. The placeholders are honoured only on
+     * connections whose {@link EgressContext#workspaceId()} is {@code workspaceId} and whose
+     * {@link EgressContext#secrets()} names the binding, and only until the grant is closed.
+     *
+     * @throws IllegalArgumentException naming unknown bindings and listing the configured ones
+     */
+    public CredentialGrant mint(String workspaceId, String runId, java.util.Collection<String> bindingNames) {
+        Objects.requireNonNull(workspaceId, "workspaceId");
+        Objects.requireNonNull(bindingNames, "bindingNames");
+        return credentials.mint(workspaceId, runId, bindingNames);
+    }
+
     /** Drops quota counters for a closed workspace. */
     public void forgetWorkspace(String workspaceId) {
         shared.forget(workspaceId);
@@ -187,7 +237,7 @@ public final class EgressProxy implements AutoCloseable {
         private Resolver resolver = Resolver.system();
         private AuditSink audit = AuditSink.discard();
         private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
-        private Shared.ForwardHook forwardHook = (ctx, host, port, headers) -> {};
+        private java.nio.file.Path caDirectory;
 
         private Builder(ProxyConfig config) {
             this.config = Objects.requireNonNull(config);
@@ -196,6 +246,13 @@ public final class EgressProxy implements AutoCloseable {
         public Builder resolver(Resolver r) { this.resolver = Objects.requireNonNull(r); return this; }
         public Builder auditSink(AuditSink a) { this.audit = Objects.requireNonNull(a); return this; }
         public Builder threads(int n) { this.threads = n; return this; }
+
+        /**
+         * Persist the interception CA in {@code dir} ({@code ca.key} mode 0600, {@code ca.crt}):
+         * loaded if present, created otherwise. Without it the CA is generated in memory at start
+         * and workspaces must be handed the new certificate after every restart.
+         */
+        public Builder caDirectory(java.nio.file.Path dir) { this.caDirectory = Objects.requireNonNull(dir); return this; }
 
         public EgressProxy start() {
             return new EgressProxy(this);

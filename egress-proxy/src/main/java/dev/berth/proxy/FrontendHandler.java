@@ -11,15 +11,25 @@ import io.netty.util.ReferenceCountUtil;
  * Client-facing dispatcher: takes validated request heads from {@link RequestDecoder} and
  * routes CONNECT to {@link TunnelStarter} and everything else to {@link HttpForwarder}. Also owns
  * the connection-level events (idle timeout, client EOF, engine back-pressure).
+ *
+ * <p>Inside an intercepted TLS connection ({@code interception != null}) the same handler serves
+ * the decrypted requests: CONNECT is refused there, everything else goes to an HttpForwarder in
+ * HTTPS mode.
  */
 final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private final Session session;
     private final RequestDecoder decoder;
+    private final Interception interception;
     private HttpForwarder http;
 
     FrontendHandler(Session session, RequestDecoder decoder) {
+        this(session, decoder, null);
+    }
+
+    FrontendHandler(Session session, RequestDecoder decoder, Interception interception) {
         this.session = session;
         this.decoder = decoder;
+        this.interception = interception;
     }
 
     @Override
@@ -37,6 +47,9 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         switch (msg) {
             case RequestHead.Failure f -> refuseMalformed(ctx, f);
+            case RequestHead head when head.method.equals("CONNECT") && interception != null ->
+                    refuseMalformed(ctx, new RequestHead.Failure(400, "CONNECT inside an intercepted TLS connection to '"
+                            + interception.host + "' is not allowed"));
             case RequestHead head when head.method.equals("CONNECT") -> {
                 if (http != null && http.busy()) {
                     refuseMalformed(ctx, new RequestHead.Failure(400, "CONNECT while a forwarded request is in progress"));
@@ -46,7 +59,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
                 new TunnelStarter(session, ctx, decoder).start(head);
             }
             case RequestHead head -> {
-                if (http == null) http = new HttpForwarder(session, ctx, decoder);
+                if (http == null) http = new HttpForwarder(session, ctx, decoder, interception);
                 http.onHead(head);
             }
             case RequestHead.Body body -> {
@@ -68,7 +81,8 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
             http.abort(f.reason());
             return;
         }
-        Session.Exchange ex = session.exchange("http", null, null, 0);
+        Session.Exchange ex = interception == null ? session.exchange("http", null, null, 0)
+                : session.exchange("https", null, interception.host, interception.port);
         ex.decide(false, null, f.reason());
         ex.finish("refused: malformed request");
         ctx.channel().config().setAutoRead(false);
@@ -87,6 +101,11 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
                 http.closeAfterResponse();
             } else {
                 Downstream.closeGracefully(ctx.channel());
+            }
+        } else if (evt instanceof io.netty.handler.ssl.SslHandshakeCompletionEvent hs) {
+            if (!hs.isSuccess() && interception != null) {
+                interception.closeReason = "client TLS handshake failed (does the client trust the Berth interception CA?): "
+                        + hs.cause().getMessage();
             }
         } else if (evt instanceof Downstream.Writability w) {
             if (http != null) http.clientWritabilityChanged();
@@ -109,6 +128,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (interception != null && interception.closeReason == null) interception.closeReason = "client connection error: " + cause.getMessage();
         if (http != null) http.abort("client connection error: " + cause);
         ctx.close();
     }

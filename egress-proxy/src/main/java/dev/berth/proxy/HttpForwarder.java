@@ -18,10 +18,16 @@ import java.util.Set;
  * each with its own decision: a keep-alive connection cannot carry a second request to a
  * different host on the strength of the first one's decision.
  *
- * <p>Flow per request: URI and Host checks, client reads paused, gatekeeper decision, then the
- * request head is re-serialized (origin-form, hop-by-hop and Proxy-* stripped, Host rebuilt from
- * the vetted URI) and the already-validated body bytes follow verbatim. The upstream connection
- * is reused only for the same host, port and vetted address.
+ * <p>Flow per request: URI and Host checks, client reads paused, gatekeeper decision, credential
+ * placeholder substitution (or refusal), then the request head is re-serialized (origin-form,
+ * hop-by-hop and Proxy-* stripped, Host rebuilt from the vetted URI) and the already-validated
+ * body bytes follow verbatim. The upstream connection is reused only for the same host, port and
+ * vetted address.
+ *
+ * <p>HTTPS mode ({@code interception != null}): the requests come out of a TLS connection the
+ * proxy terminated for one CONNECT host. Targets must be origin-form and Host must name that
+ * host; the upstream is a verified TLS client connection to the vetted address, and the request
+ * is written only after its handshake succeeded.
  */
 final class HttpForwarder {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host");
@@ -40,11 +46,21 @@ final class HttpForwarder {
     private boolean forwarding;
     private boolean requestDone;
     boolean closeAfter;
+    private final Interception interception;
+    /** The current request after placeholder substitution; response heads are redacted against it. */
+    private CredentialRegistry.Rewrite rewrite = CredentialRegistry.Rewrite.NONE;
+    /** HTTPS mode: the decision waiting for the upstream TLS handshake. */
+    private Gatekeeper.Vetted awaitingHandshake;
 
-    HttpForwarder(Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
+    HttpForwarder(Session session, ChannelHandlerContext ctx, RequestDecoder decoder, Interception interception) {
         this.session = session;
         this.ctx = ctx;
         this.decoder = decoder;
+        this.interception = interception;
+    }
+
+    private String kind() {
+        return interception == null ? "http" : "https";
     }
 
     boolean busy() {
@@ -61,29 +77,57 @@ final class HttpForwarder {
         head = h;
         requestDone = !h.hasBody();
         closeAfter = h.wantsClose();
+        rewrite = CredentialRegistry.Rewrite.NONE;
         Targets.Target target;
         try {
-            target = Targets.absolute(h.target);
-            List<String> hosts = h.all("Host");
-            if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
-            if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
-            if (hosts.size() == 1) {
-                Targets.Target ht = Targets.authority(hosts.get(0), 80, "Host header");
-                if (!TunnelStarter.sameHost(ht, target)) {
-                    throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0)) + "' does not match request URI host '"
-                            + TunnelStarter.canonicalOrRaw(target.host()) + "' port " + target.port());
-                }
-            }
+            target = interception != null ? interceptedTarget(h) : absoluteTarget(h);
         } catch (Targets.BadTarget e) {
-            ex = session.exchange("http", h.method, null, 0);
+            ex = interception == null ? session.exchange("http", h.method, null, 0)
+                    : session.exchange("https", h.method, interception.host, interception.port);
             deny(400, e.getMessage());
             return;
         }
         originForm = target.originForm();
-        ex = session.exchange("http", h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
+        ex = session.exchange(kind(), h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
         Session.Exchange mine = ex;
         session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
+    }
+
+    /** Plain HTTP: absolute-form http:// URI, and Host (if any) must equal its authority. */
+    private static Targets.Target absoluteTarget(RequestHead h) throws Targets.BadTarget {
+        Targets.Target target = Targets.absolute(h.target);
+        List<String> hosts = h.all("Host");
+        if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
+        if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
+        if (hosts.size() == 1) {
+            Targets.Target ht = Targets.authority(hosts.get(0), 80, "Host header");
+            if (!TunnelStarter.sameHost(ht, target)) {
+                throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0)) + "' does not match request URI host '"
+                        + TunnelStarter.canonicalOrRaw(target.host()) + "' port " + target.port());
+            }
+        }
+        return target;
+    }
+
+    /** HTTPS mode: origin-form only, and Host must name the CONNECT host (default port 443). */
+    private Targets.Target interceptedTarget(RequestHead h) throws Targets.BadTarget {
+        if (!h.target.startsWith("/")) {
+            throw new Targets.BadTarget("request target '" + HostNames.printable(h.target) + "' inside an intercepted TLS connection to '"
+                    + interception.authority() + "' must be origin-form (/path); absolute-form and authority-form are refused");
+        }
+        List<String> hosts = h.all("Host");
+        if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
+        if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
+        Targets.Target connect = new Targets.Target(interception.host, interception.port, h.target);
+        if (hosts.size() == 1) {
+            Targets.Target ht = Targets.authority(hosts.get(0), 443, "Host header");
+            if (!TunnelStarter.sameHost(ht, connect)) {
+                throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0))
+                        + "' does not match the intercepted CONNECT host '" + interception.authority() + "'");
+            }
+        }
+        return connect;
     }
 
     void onBody(RequestHead.Body b) {
@@ -148,8 +192,16 @@ final class HttpForwarder {
         }
         String key = v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
+        rewrite = session.shared.credentials().rewrite(session.context, v.host(), interception != null, originForm, forwardedHeaders(head));
+        if (rewrite.refusal() != null) {
+            String why = rewrite.refusal();
+            rewrite = CredentialRegistry.Rewrite.NONE;
+            deny(403, why);
+            return;
+        }
+        String injected = rewrite.reasonSuffix();
         if (upstream != null && upstream.isActive() && key.equals(upstreamKey) && upstreamHandler.reusable) {
-            ex.decide(true, v.addressText(), v.reason() + "; reusing upstream connection");
+            ex.decide(true, v.addressText(), v.reason() + "; reusing upstream connection" + injected);
             send(v);
             return;
         }
@@ -160,12 +212,17 @@ final class HttpForwarder {
                     + " open upstream connections (maxTunnelsPerWorkspace)");
             return;
         }
-        ex.decide(true, v.addressText(), v.reason());
+        ex.decide(true, v.addressText(), v.reason() + injected);
         UpstreamResponseHandler handler = new UpstreamResponseHandler(this);
+        boolean tls = interception != null;
         // Connect to the vetted InetAddress only; the name is never resolved again.
         var cf = session.upstream(new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
+                if (tls) {
+                    // SNI = host, hostname verification on, JDK trust store + upstreamTrustFiles.
+                    ch.pipeline().addLast("tls", session.shared.upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
+                }
                 ch.pipeline().addLast("decoder", handler.decoder());
                 ch.pipeline().addLast(session.sessionExecutor(), "handler", handler);
             }
@@ -181,17 +238,41 @@ final class HttpForwarder {
                 failBeforeResponse(502, why);
                 return;
             }
-            send(v);
+            if (tls) {
+                awaitingHandshake = v; // the handler reports the handshake outcome
+            } else {
+                send(v);
+            }
         }));
     }
 
+    /** HTTPS mode: the upstream TLS handshake finished (failure != null: refused certificate, timeout...). */
+    void upstreamHandshake(Channel ch, Throwable failure) {
+        if (ch != upstream || ex == null || forwarding) return;
+        if (failure != null) {
+            awaitingHandshake = null;
+            Throwable c = failure instanceof io.netty.handler.codec.DecoderException && failure.getCause() != null ? failure.getCause() : failure;
+            failBeforeResponse(502, "upstream TLS verification failed for host " + interception.host + ": " + c.getMessage());
+            ch.close();
+            return;
+        }
+        Gatekeeper.Vetted v = awaitingHandshake;
+        awaitingHandshake = null;
+        if (v != null) send(v);
+    }
+
     private void send(Gatekeeper.Vetted v) {
-        List<String[]> headers = forwardedHeaders(head);
-        session.shared.forwardHook().beforeForward(session.context, v.host(), v.port(), headers);
+        List<String[]> headers = rewrite.headers();
+        // One use per request and binding, however often the placeholder occurs in it.
+        Set<String> counted = new HashSet<>();
+        for (CredentialRegistry.Injection i : rewrite.injected()) {
+            if (counted.add(i.placeholder())) i.grant().used(i.binding().name(), v.host());
+        }
         StringBuilder sb = new StringBuilder(256);
-        sb.append(head.method).append(' ').append(originForm).append(" HTTP/1.1\r\n");
+        sb.append(head.method).append(' ').append(rewrite.target()).append(" HTTP/1.1\r\n");
         String hostText = v.host().indexOf(':') >= 0 ? "[" + v.host() + "]" : v.host();
-        sb.append("Host: ").append(hostText).append(v.port() == 80 ? "" : ":" + v.port()).append("\r\n");
+        int defaultPort = interception == null ? 80 : 443;
+        sb.append("Host: ").append(hostText).append(v.port() == defaultPort ? "" : ":" + v.port()).append("\r\n");
         for (String[] h : headers) sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
@@ -221,6 +302,23 @@ final class HttpForwarder {
             out.add(h);
         }
         return out;
+    }
+
+    /** Replaces configured secret values in response header values (an echoing server must not hand them back). */
+    void redact(io.netty.handler.codec.http.HttpHeaders h) {
+        CredentialRegistry reg = session.shared.credentials();
+        if (reg.isEmpty() || h.isEmpty()) return;
+        for (String name : new java.util.ArrayList<>(h.names())) {
+            List<String> values = h.getAll(name);
+            List<String> out = new ArrayList<>(values.size());
+            boolean changed = false;
+            for (String val : values) {
+                String r = reg.redact(val, rewrite);
+                changed |= !r.equals(val);
+                out.add(r);
+            }
+            if (changed) h.set(name, out);
+        }
     }
 
     /** Upstream failed before any response byte reached the client: answer with status. */

@@ -14,7 +14,10 @@ final class Shared {
     private final Gatekeeper gatekeeper;
     private final AuditSink audit;
     private final EventLoopGroup nioGroup;
-    private final ForwardHook forwardHook;
+    private final CredentialRegistry credentials;
+    private final InterceptionCa ca;
+    /** TLS client context for upstreams of intercepted connections; null when no secret is configured. */
+    private final io.netty.handler.ssl.SslContext upstreamTls;
     private final ConcurrentMap<String, WorkspaceUsage> usage = new ConcurrentHashMap<>();
     /** All client and upstream channels, so shutdown can close them while every loop still runs. */
     private final io.netty.channel.group.ChannelGroup channels =
@@ -28,18 +31,23 @@ final class Shared {
         channels.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
     }
 
-    Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, ForwardHook forwardHook) {
+    Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, CredentialRegistry credentials,
+           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls) {
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
         this.nioGroup = nioGroup;
-        this.forwardHook = forwardHook;
+        this.credentials = credentials;
+        this.ca = ca;
+        this.upstreamTls = upstreamTls;
     }
 
     ProxyConfig config() { return config; }
     Gatekeeper gatekeeper() { return gatekeeper; }
     AuditSink audit() { return audit; }
-    ForwardHook forwardHook() { return forwardHook; }
+    CredentialRegistry credentials() { return credentials; }
+    InterceptionCa ca() { return ca; }
+    io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
 
     WorkspaceUsage usage(String workspaceId) {
         return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage());
@@ -58,13 +66,4 @@ final class Shared {
         return NioSocketChannel::new;
     }
 
-    /**
-     * Extension point for the planned credential injection: sees (and may rewrite) the header
-     * list of an allowed plain-HTTP request just before it is serialized upstream. Never called
-     * for denied requests or tunnels. Default: no-op.
-     */
-    @FunctionalInterface
-    interface ForwardHook {
-        void beforeForward(EgressContext context, String host, int port, java.util.List<String[]> headers);
-    }
 }

@@ -82,6 +82,13 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
+        if (session.config().tlsPorts().contains(v.port())) {
+            List<SecretBinding> bound = session.shared.credentials().bindingsFor(session.context, v.host());
+            if (!bound.isEmpty()) {
+                intercept(v, bound);
+                return;
+            }
+        }
         int max = session.config().maxTunnelsPerWorkspace();
         if (!session.usage.tryOpen(max)) {
             refuse(ex, 429, "workspace '" + session.context.workspaceId() + "' already has " + max
@@ -108,6 +115,42 @@ final class TunnelStarter {
             }
             established(f.channel(), v, tls);
         }));
+    }
+
+    /**
+     * Terminates TLS instead of tunnelling: answers 200 without dialing (each inner request is
+     * decided and dialed on its own), then parses the connection as HTTPS requests to this host.
+     */
+    private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound) {
+        Channel client = ctx.channel();
+        ex.address = v.addressText();
+        String why = v.reason() + "; TLS intercepted for credential injection (binding"
+                + (bound.size() > 1 ? "s " : " ") + String.join(", ", bound.stream().map(b -> "'" + b.name() + "'").toList()) + ")";
+        Interception in = new Interception(v.host(), v.port(), ex, why);
+        client.closeFuture().addListener(f -> {
+            if (!ex.finished()) {
+                if (ex.reason == null) ex.decide(false, ex.address, "client closed before sending a complete TLS ClientHello");
+                ex.finish(session.clientAbortReason != null ? session.clientAbortReason : in.closeReason != null ? in.closeReason : "complete");
+            }
+        });
+        client.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, new HttpResponseStatus(200, "Connection established")))
+                .addListener((ChannelFutureListener) f -> {
+                    if (!f.isSuccess()) return;
+                    var p = client.pipeline();
+                    ProxyConfig c = session.config();
+                    RequestDecoder inner = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
+                    p.addAfter("decoder", "tls-gate", new Interception.Gate(session, in));
+                    p.addAfter("tls-gate", "https-decoder", inner);
+                    if (!(client instanceof io.netty.channel.socket.DuplexChannel)) {
+                        // Attach mode: control signals must bypass the SslHandler (it only takes bytes).
+                        p.addAfter("https-decoder", "signals", new Downstream.SignalBypass());
+                    }
+                    p.replace(ctx.handler(), "frontend", new FrontendHandler(session, inner, in));
+                    // Removing the CONNECT decoder forwards bytes it already buffered (an eager
+                    // ClientHello) to the gate, in order.
+                    p.remove(decoder);
+                    client.config().setAutoRead(true);
+                });
     }
 
     private void established(Channel upstream, Gatekeeper.Vetted v, boolean tls) {

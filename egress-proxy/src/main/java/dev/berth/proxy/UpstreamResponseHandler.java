@@ -13,6 +13,7 @@ import io.netty.handler.codec.http.HttpResponseDecoder;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayList;
 import java.util.List;
@@ -80,6 +81,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
                 prepare(r);
             } else {
                 stripHopByHop(r.headers());
+                fwd.redact(r.headers());
             }
         }
         if (msg instanceof HttpContent c) {
@@ -93,6 +95,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
             }
         }
         boolean last = msg instanceof LastHttpContent;
+        if (last) fwd.redact(((LastHttpContent) msg).trailingHeaders());
         fwd.client().write(msg, fwd.client().voidPromise());
         if (last) {
             if (informational) {
@@ -131,6 +134,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
             h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
         }
         r.setProtocolVersion(HttpVersion.HTTP_1_1);
+        fwd.redact(h);
     }
 
     private static void stripHopByHop(HttpHeaders h) {
@@ -206,7 +210,19 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt instanceof SslHandshakeCompletionEvent hs) {
+            fwd.upstreamHandshake(ctx.channel(), hs.isSuccess() ? null : hs.cause());
+        }
+        ctx.fireUserEventTriggered(evt);
+    }
+
+    @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        // A TLS failure may surface here before the handshake event; either reports it once.
+        if (!started && (cause instanceof javax.net.ssl.SSLException || cause.getCause() instanceof javax.net.ssl.SSLException)) {
+            fwd.upstreamHandshake(ctx.channel(), cause);
+        }
         reusable = false;
         ctx.close();
     }

@@ -1,0 +1,212 @@
+package dev.berth.proxy;
+
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Live placeholders (placeholder -> grant and binding) and the two rewrites that use them:
+ * placeholder -> value in outgoing request heads, value -> placeholder in response heads.
+ *
+ * <p>Thread-safe: minting and revocation come from engine threads, lookups from event loops.
+ *
+ * <p>Implementation notes: a request is scanned for anything shaped like a placeholder, not only
+ * for live ones, so that a stale or foreign placeholder is refused with a reason instead of
+ * leaving as a meaningless string the agent then debugs as "401 from GitHub". The real value
+ * exists only in the rewritten header list handed to the upstream encoder; reasons name bindings
+ * and hosts, never values.
+ */
+final class CredentialRegistry {
+    static final Pattern PLACEHOLDER = Pattern.compile("berth-secret-[a-z0-9_]{1,32}-[0-9a-f]{32}");
+    static final String UNKNOWN = "credential placeholder is unknown or revoked: placeholders are valid only during the run they were minted for";
+    static final String OTHER_WORKSPACE = "credential placeholder was minted for another workspace";
+
+    private record Live(CredentialGrant grant, SecretBinding binding) {}
+
+    /** One binding injected into one request. */
+    record Injection(CredentialGrant grant, SecretBinding binding, String placeholder) {}
+
+    /** A request head after substitution, or a refusal (then the other fields are null). */
+    record Rewrite(String target, List<String[]> headers, List<Injection> injected, List<String[]> encoded, String refusal) {
+        static final Rewrite NONE = new Rewrite(null, null, List.of(), List.of(), null);
+
+        static Rewrite refused(String reason) {
+            return new Rewrite(null, null, List.of(), List.of(), reason);
+        }
+
+        /** Suffix for the allow decision's reason, e.g. {@code "; injected credential 'github'"}. */
+        String reasonSuffix() {
+            StringBuilder sb = new StringBuilder();
+            Set<String> names = new LinkedHashSet<>();
+            for (Injection i : injected) names.add(i.binding().name());
+            for (String n : names) sb.append("; injected credential '").append(n).append('\'');
+            return sb.toString();
+        }
+    }
+
+    private final Map<String, SecretBinding> bindings;
+    private final ConcurrentHashMap<String, Live> live = new ConcurrentHashMap<>();
+    private final SecureRandom random = new SecureRandom();
+
+    CredentialRegistry(Map<String, SecretBinding> bindings) {
+        this.bindings = bindings;
+    }
+
+    boolean isEmpty() {
+        return bindings.isEmpty();
+    }
+
+    CredentialGrant mint(String workspaceId, String runId, Collection<String> names) {
+        List<String> unknown = new ArrayList<>();
+        Map<SecretBinding, String> minted = new LinkedHashMap<>();
+        for (String n : names) {
+            SecretBinding b = bindings.get(n);
+            if (b == null) {
+                unknown.add(HostNames.printable(String.valueOf(n)));
+            } else if (!minted.containsKey(b)) {
+                byte[] r = new byte[16];
+                random.nextBytes(r);
+                minted.put(b, "berth-secret-" + b.name() + "-" + HexFormat.of().formatHex(r));
+            }
+        }
+        if (!unknown.isEmpty()) {
+            throw new IllegalArgumentException("unknown secret binding(s) " + unknown + "; configured: " + bindings.keySet());
+        }
+        CredentialGrant g = new CredentialGrant(this, workspaceId, runId, minted);
+        minted.forEach((b, ph) -> live.put(ph, new Live(g, b)));
+        return g;
+    }
+
+    void revoke(Collection<String> placeholders) {
+        for (String p : placeholders) live.remove(p);
+    }
+
+    /** Bindings named by the context that may be sent to this host: the CONNECT is then intercepted. */
+    List<SecretBinding> bindingsFor(EgressContext ctx, String canonicalHost) {
+        List<SecretBinding> out = new ArrayList<>();
+        for (String n : ctx.secrets()) {
+            SecretBinding b = bindings.get(n);
+            if (b != null && b.matchesHost(canonicalHost)) out.add(b);
+        }
+        return out;
+    }
+
+    /**
+     * Replaces every placeholder in the request target and header values (and inside the base64 of
+     * {@code Authorization: Basic}) with its value, or refuses the whole request. {@code headers}
+     * is not modified.
+     */
+    Rewrite rewrite(EgressContext ctx, String host, boolean https, String target, List<String[]> headers) {
+        List<Injection> injected = new ArrayList<>();
+        List<String[]> encoded = new ArrayList<>();
+        String[] refusal = new String[1];
+        String newTarget = substitute(target, ctx, host, https, injected, refusal);
+        List<String[]> out = new ArrayList<>(headers.size());
+        for (String[] h : headers) {
+            if (refusal[0] != null) break;
+            String v = h[1];
+            if (h[0].equalsIgnoreCase("Authorization") && v.regionMatches(true, 0, "Basic ", 0, 6)) {
+                v = basic(v, ctx, host, https, injected, encoded, refusal);
+            } else {
+                v = substitute(v, ctx, host, https, injected, refusal);
+            }
+            out.add(v == h[1] ? h : new String[] {h[0], v});
+        }
+        if (refusal[0] != null) return Rewrite.refused(refusal[0]);
+        return new Rewrite(newTarget, out, List.copyOf(injected), List.copyOf(encoded), null);
+    }
+
+    private String basic(String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
+                         String[] refusal) {
+        String token = v.substring(6).strip();
+        byte[] decoded;
+        try {
+            decoded = Base64.getDecoder().decode(token);
+        } catch (IllegalArgumentException notBase64) {
+            return substitute(v, ctx, host, https, injected, refusal);
+        }
+        // userinfo is ISO-8859-1 or UTF-8 in practice; placeholders and values are ASCII either way.
+        String plain = new String(decoded, StandardCharsets.ISO_8859_1);
+        String replaced = substitute(plain, ctx, host, https, injected, refusal);
+        if (replaced == plain) return substitute(v, ctx, host, https, injected, refusal);
+        String newToken = Base64.getEncoder().encodeToString(replaced.getBytes(StandardCharsets.ISO_8859_1));
+        // Remember the pair: an upstream echoing the Authorization header back must not hand the
+        // workspace the base64 that decodes to the value.
+        encoded.add(new String[] {newToken, token});
+        return v.substring(0, 6) + newToken;
+    }
+
+    /** Returns {@code s} itself when it holds no placeholder; sets refusal[0] on the first bad one. */
+    private String substitute(String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
+        if (refusal[0] != null || s.indexOf("berth-secret-") < 0) return s;
+        Matcher m = PLACEHOLDER.matcher(s);
+        StringBuilder sb = null;
+        int last = 0;
+        while (m.find()) {
+            String ph = m.group();
+            String why = check(ph, ctx, host, https);
+            if (why != null) {
+                refusal[0] = why;
+                return s;
+            }
+            Live l = live.get(ph);
+            if (sb == null) sb = new StringBuilder(s.length() + 64);
+            sb.append(s, last, m.start()).append(l.binding().value());
+            last = m.end();
+            injected.add(new Injection(l.grant(), l.binding(), ph));
+        }
+        if (sb == null) return s;
+        return sb.append(s, last, s.length()).toString();
+    }
+
+    private String check(String placeholder, EgressContext ctx, String host, boolean https) {
+        Live l = live.get(placeholder);
+        if (l == null || l.grant().isClosed()) return UNKNOWN;
+        if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
+        SecretBinding b = l.binding();
+        if (!ctx.secrets().contains(b.name())) {
+            return "credential '" + b.name() + "' is not enabled for this connection (not in the workspace's secrets)";
+        }
+        if (!b.matchesHost(host)) {
+            return "credential '" + b.name() + "' may only be sent to " + String.join(", ", b.hosts()) + "; this request goes to " + host;
+        }
+        if (!https && !b.unsafeAllowPlainHttp()) return "credential '" + b.name() + "' is injected only over HTTPS";
+        return null;
+    }
+
+    /**
+     * Replaces any configured secret value in a response header value: with the placeholder this
+     * request used for it, or with a non-placeholder marker when the request did not carry it.
+     */
+    String redact(String value, Rewrite rewrite) {
+        if (value == null || value.isEmpty()) return value;
+        String out = value;
+        for (String[] e : rewrite.encoded()) {
+            if (out.contains(e[0])) out = out.replace(e[0], e[1]);
+        }
+        List<Injection> injected = rewrite.injected();
+        for (SecretBinding b : bindings.values()) {
+            if (!out.contains(b.value())) continue;
+            String replacement = "berth-secret-" + b.name() + "-redacted";
+            for (Injection i : injected) {
+                if (i.binding() == b) {
+                    replacement = i.placeholder();
+                    break;
+                }
+            }
+            out = out.replace(b.value(), replacement);
+        }
+        return out;
+    }
+}
