@@ -157,6 +157,9 @@ public final class ConfigLoader {
             checkKeys(s, SECRET, "secrets." + name);
             JsonNode envName = s.get("env");
             if (envName == null || !envName.isString()) throw new ConfigException(where + ": \"env\" must be a string");
+            if (!SecretBinding.ENV.matcher(envName.stringValue()).matches()) {
+                throw new ConfigException(where + ": env '" + HostNames.printable(envName.stringValue()) + "' is invalid: must match [A-Z_][A-Z0-9_]{0,63}");
+            }
             JsonNode hosts = s.get("hosts");
             if (hosts == null || !hosts.isArray() || hosts.isEmpty()) {
                 throw new ConfigException(where + ": \"hosts\" must be a non-empty array of host names");
@@ -166,6 +169,8 @@ public final class ConfigLoader {
                 if (!h.isString()) throw new ConfigException(where + ": \"hosts\" entries must be strings, got " + h);
                 hostList.add(h.stringValue());
             }
+            JsonNode plain = s.get("unsafeAllowPlainHttp");
+            if (plain != null && !plain.isBoolean()) throw new ConfigException(where + ": \"unsafeAllowPlainHttp\" must be a boolean");
             JsonNode fromEnv = s.get("fromEnv");
             JsonNode fromFile = s.get("fromFile");
             if ((fromEnv == null) == (fromFile == null)) {
@@ -191,8 +196,6 @@ public final class ConfigLoader {
                 value = value.replaceAll("[\r\n]+$", "");
                 if (value.isEmpty()) throw new ConfigException(where + ": fromFile " + p + " is empty");
             }
-            JsonNode plain = s.get("unsafeAllowPlainHttp");
-            if (plain != null && !plain.isBoolean()) throw new ConfigException(where + ": \"unsafeAllowPlainHttp\" must be a boolean");
             try {
                 SecretBinding binding = SecretBinding.of(name, envName.stringValue(), hostList, value);
                 b.secret(plain != null && plain.booleanValue() ? binding.withUnsafeAllowPlainHttp(true) : binding);
