@@ -57,6 +57,7 @@ final class CredentialFixture implements AutoCloseable {
     final int pA;
     final int pB;
     final int pH;
+    final Policy ceiling;
 
     CredentialFixture(Path dir) throws Exception {
         this.dir = dir;
@@ -75,7 +76,7 @@ final class CredentialFixture implements AutoCloseable {
         }
         Path trust = dir.resolve("upstream-ca.pem");
         Files.writeString(trust, upstreamCa.certificatePem());
-        Policy ceiling = Policy.of(List.of("api.cred.test:" + pA + "," + pH, "registry.cred.test:" + pA, "plain.cred.test:" + pA,
+        ceiling = Policy.of(List.of("api.cred.test:" + pA + "," + pH, "registry.cred.test:" + pA, "plain.cred.test:" + pA,
                 "wrongname.cred.test:" + pA, "untrusted.cred.test:" + pB, "allowed.test:" + pH));
         ProxyConfig cfg = ProxyConfig.builder()
                 .ceiling(ceiling)

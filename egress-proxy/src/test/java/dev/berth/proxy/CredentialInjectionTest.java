@@ -258,6 +258,58 @@ class CredentialInjectionTest {
     }
 
     @Test
+    void attachMode_interceptedRequest_injectedAndGuestSeesCleanClose() throws Exception {
+        List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+        EgressContext ctx = new EgressContext("ws-a", "run-att", f.ceiling, f.decisions::add, java.util.Set.of("github"));
+        try (java.net.ServerSocket guestPort = new java.net.ServerSocket(0, 10, java.net.InetAddress.getLoopbackAddress());
+             CredentialGrant g = f.proxy.mint("ws-a", "run-att", List.of("github"))) {
+            // Stands in for the engine: bytes from a guest socket go through the attach API.
+            Thread.ofVirtual().start(() -> {
+                try (Socket s = guestPort.accept()) {
+                    var out = s.getOutputStream();
+                    ProxyConnection conn = f.proxy.attach(ctx, new ClientSink() {
+                        @Override public void write(java.nio.ByteBuffer b) {
+                            byte[] a = new byte[b.remaining()];
+                            b.get(a);
+                            try { out.write(a); out.flush(); } catch (java.io.IOException e) { events.add("write failed"); }
+                        }
+                        @Override public void shutdownOutput() {
+                            events.add("shutdownOutput");
+                            try { s.shutdownOutput(); } catch (java.io.IOException ignored) { }
+                        }
+                        @Override public void reset(String reason) { events.add("reset " + reason); }
+                        @Override public void closed() { closed.countDown(); }
+                    });
+                    byte[] buf = new byte[16384];
+                    int n;
+                    while ((n = s.getInputStream().read(buf)) > 0) conn.write(java.nio.ByteBuffer.wrap(buf, 0, n));
+                    conn.shutdownInput();
+                    closed.await(5, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    events.add("bridge failed " + e);
+                }
+            });
+            try (Socket s = new Socket(guestPort.getInetAddress(), guestPort.getLocalPort())) {
+                s.setSoTimeout(5000);
+                Harness.write(s, "CONNECT api.cred.test:" + f.pA + " HTTP/1.1\r\nHost: api.cred.test:" + f.pA + "\r\n\r\n");
+                assertEquals(200, Harness.Response.read(s.getInputStream()).status());
+                SSLSocket tls = CredentialFixture.tls(s, "api.cred.test", f.pA, f.proxy.caCertificatePem());
+                Harness.write(tls, "GET /attach?expect=bearer HTTP/1.1\r\nHost: api.cred.test:" + f.pA + "\r\nAuthorization: Bearer "
+                        + g.environment().get("GITHUB_TOKEN") + "\r\n\r\n");
+                Harness.Response r = Harness.Response.read(tls.getInputStream());
+                assertEquals(200, r.status(), r.toString());
+                assertTrue(r.body().startsWith("auth=real "), r.body());
+                s.shutdownOutput(); // guest EOF: the proxy finishes and closes its side in order
+                assertTrue(closed.await(5, java.util.concurrent.TimeUnit.SECONDS), events.toString());
+            }
+            assertEquals(List.of(new CredentialUse("github", "api.cred.test", 1)), g.uses());
+            assertTrue(events.contains("shutdownOutput") && events.stream().noneMatch(e -> e.startsWith("reset") || e.contains("failed")),
+                    events.toString());
+        }
+    }
+
+    @Test
     void mint_unknownBinding_namesItAndListsConfigured() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> f.proxy.mint("ws-a", null, List.of("github", "gitlab")));
         assertEquals("unknown secret binding(s) [gitlab]; configured: [github, npm, untrusted, wrongname, plainok]", e.getMessage());
