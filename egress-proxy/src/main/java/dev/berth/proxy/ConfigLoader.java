@@ -30,7 +30,8 @@ import tools.jackson.databind.json.JsonMapper;
  *                "fromEnv": "BERTH_SECRET_GITHUB",            // or "fromFile": "/run/secrets/gh" (exactly one)
  *                "unsafeAllowPlainHttp": false}                // default false
  *   },
- *   "tls": {"upstreamTrust": ["/etc/berth/corp-ca.pem"]}      // extra CAs for intercepted upstreams
+ *   "tls": {"upstreamTrust": ["/etc/berth/corp-ca.pem"],      // extra CAs for intercepted upstreams
+ *           "ports": [443, 8443]}                             // CONNECT ports spoken as TLS (SNI check, interception)
  * }
  * }</pre>
  *
@@ -44,7 +45,7 @@ import tools.jackson.databind.json.JsonMapper;
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls");
     private static final Set<String> SECRET = Set.of("env", "hosts", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
-    private static final Set<String> TLS = Set.of("upstreamTrust");
+    private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
     private static final Set<String> LIMITS = Set.of("maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
             "maxTunnelsPerWorkspace", "maxBytesPerWorkspace", "dnsTimeoutMs", "connectTimeoutMs");
@@ -124,6 +125,20 @@ public final class ConfigLoader {
     private static void tls(JsonNode tls, ProxyConfig.Builder b) throws ConfigException {
         if (!tls.isObject()) throw new ConfigException("\"tls\" must be an object");
         checkKeys(tls, TLS, "tls");
+        JsonNode ports = tls.get("ports");
+        if (ports != null) {
+            if (!ports.isArray() || ports.isEmpty()) throw new ConfigException("tls.ports must be a non-empty array of port numbers");
+            Set<Integer> set = new TreeSet<>();
+            for (JsonNode p : ports.values()) {
+                if (!p.isInt() || p.intValue() < 1 || p.intValue() > 65535) {
+                    throw new ConfigException("tls.ports entries must be integers 1-65535, got " + p);
+                }
+                set.add(p.intValue());
+            }
+            // 443 keeps its SNI check whatever else is listed: dropping it would weaken every HTTPS tunnel
+            if (!set.contains(443)) throw new ConfigException("tls.ports must include 443, got " + set);
+            b.tlsPorts(set);
+        }
         JsonNode trust = tls.get("upstreamTrust");
         if (trust == null) return;
         if (!trust.isArray()) throw new ConfigException("tls.upstreamTrust must be an array of PEM file paths");

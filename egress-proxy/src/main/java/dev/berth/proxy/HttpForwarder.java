@@ -59,8 +59,11 @@ final class HttpForwarder {
         this.interception = interception;
     }
 
+    /** The current request's upstream leg is TLS: intercepted HTTPS, or an absolute-form https:// request. */
+    private boolean tls;
+
     private String kind() {
-        return interception == null ? "http" : "https";
+        return tls ? "https" : "http";
     }
 
     boolean busy() {
@@ -78,11 +81,12 @@ final class HttpForwarder {
         requestDone = !h.hasBody();
         closeAfter = h.wantsClose();
         rewrite = CredentialRegistry.Rewrite.NONE;
+        tls = interception != null || Targets.isHttps(h.target);
         Targets.Target target;
         try {
             target = interception != null ? interceptedTarget(h) : absoluteTarget(h);
         } catch (Targets.BadTarget e) {
-            ex = interception == null ? session.exchange("http", h.method, null, 0)
+            ex = interception == null ? session.exchange(kind(), h.method, null, 0)
                     : session.exchange("https", h.method, interception.host, interception.port);
             deny(400, e.getMessage());
             return;
@@ -94,14 +98,19 @@ final class HttpForwarder {
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
     }
 
-    /** Plain HTTP: absolute-form http:// URI, and Host (if any) must equal its authority. */
+    /**
+     * Absolute-form http:// or https:// URI, and Host (if any) must equal its authority. For https:// (what busybox
+     * wget and some other clients send a proxy instead of CONNECT) the proxy itself speaks TLS to the upstream,
+     * verifying it as for an intercepted connection; the client's leg is the workspace's local proxy channel.
+     */
     private static Targets.Target absoluteTarget(RequestHead h) throws Targets.BadTarget {
         Targets.Target target = Targets.absolute(h.target);
+        int defaultPort = Targets.isHttps(h.target) ? 443 : 80;
         List<String> hosts = h.all("Host");
         if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
         if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
         if (hosts.size() == 1) {
-            Targets.Target ht = Targets.authority(hosts.get(0), 80, "Host header");
+            Targets.Target ht = Targets.authority(hosts.get(0), defaultPort, "Host header");
             if (!TunnelStarter.sameHost(ht, target)) {
                 throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0)) + "' does not match request URI host '"
                         + TunnelStarter.canonicalOrRaw(target.host()) + "' port " + target.port());
@@ -190,9 +199,9 @@ final class HttpForwarder {
             deny(403, v.reason());
             return;
         }
-        String key = v.host() + ":" + v.port() + "@" + v.addressText();
+        String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
-        rewrite = session.shared.credentials().rewrite(session.context, v.host(), interception != null, originForm, forwardedHeaders(head));
+        rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));
         if (rewrite.refusal() != null) {
             String why = rewrite.refusal();
             rewrite = CredentialRegistry.Rewrite.NONE;
@@ -214,7 +223,7 @@ final class HttpForwarder {
         }
         ex.decide(true, v.addressText(), v.reason() + injected);
         UpstreamResponseHandler handler = new UpstreamResponseHandler(this);
-        boolean tls = interception != null;
+        boolean tls = this.tls;
         // Connect to the vetted InetAddress only; the name is never resolved again.
         var cf = session.upstream(new ChannelInitializer<>() {
             @Override
@@ -250,9 +259,10 @@ final class HttpForwarder {
     void upstreamHandshake(Channel ch, Throwable failure) {
         if (ch != upstream || ex == null || forwarding) return;
         if (failure != null) {
+            String host = awaitingHandshake != null ? awaitingHandshake.host() : ex.host;
             awaitingHandshake = null;
             Throwable c = failure instanceof io.netty.handler.codec.DecoderException && failure.getCause() != null ? failure.getCause() : failure;
-            failBeforeResponse(502, "upstream TLS verification failed for host " + interception.host + ": " + c.getMessage());
+            failBeforeResponse(502, "upstream TLS verification failed for host " + host + ": " + c.getMessage());
             ch.close();
             return;
         }
@@ -271,7 +281,7 @@ final class HttpForwarder {
         StringBuilder sb = new StringBuilder(256);
         sb.append(head.method).append(' ').append(rewrite.target()).append(" HTTP/1.1\r\n");
         String hostText = v.host().indexOf(':') >= 0 ? "[" + v.host() + "]" : v.host();
-        int defaultPort = interception == null ? 80 : 443;
+        int defaultPort = tls ? 443 : 80;
         sb.append("Host: ").append(hostText).append(v.port() == defaultPort ? "" : ":" + v.port()).append("\r\n");
         for (String[] h : headers) sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
         sb.append("\r\n");

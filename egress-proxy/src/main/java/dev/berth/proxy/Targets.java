@@ -52,15 +52,20 @@ final class Targets {
         return new Target(host, port, null);
     }
 
-    /** {@code http://authority[/path][?query]}; https and other schemes are refused. */
+    /** Is {@code uri} an absolute-form https:// target? */
+    static boolean isHttps(String uri) {
+        return uri.regionMatches(true, 0, "https://", 0, 8);
+    }
+
+    /** {@code http(s)://authority[/path][?query]}; other schemes are refused. */
     static Target absolute(String uri) throws BadTarget {
         int sep = uri.indexOf("://");
         if (sep <= 0) {
             throw new BadTarget("request target '" + HostNames.printable(uri) + "' is not absolute-form (a proxy needs http://host/...)");
         }
         String scheme = uri.substring(0, sep).toLowerCase(Locale.ROOT);
-        if (!scheme.equals("http")) {
-            throw new BadTarget("scheme '" + HostNames.printable(scheme) + "' not supported for forwarding (use CONNECT for https)");
+        if (!scheme.equals("http") && !scheme.equals("https")) {
+            throw new BadTarget("scheme '" + HostNames.printable(scheme) + "' not supported for forwarding (http and https are)");
         }
         String rest = uri.substring(sep + 3);
         int end = rest.length();
@@ -76,7 +81,7 @@ final class Targets {
         int hash = path.indexOf('#');
         if (hash >= 0) path = path.substring(0, hash);
         if (path.isEmpty() || path.charAt(0) == '?') path = "/" + path;
-        Target t = authority(authority, 80, "request URI authority");
+        Target t = authority(authority, scheme.equals("https") ? 443 : 80, "request URI authority");
         return new Target(t.host(), t.port(), path);
     }
 }

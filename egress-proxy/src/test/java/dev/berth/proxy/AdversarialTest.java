@@ -83,7 +83,7 @@ class AdversarialTest extends HarnessTest {
                 http("duplicate host header", get + "Host: evil.test\r\n\r\n", 400, "multiple Host headers"),
                 http("userinfo confusion", "GET http://allowed.test:{H}@evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", 400, "userinfo"),
                 http("origin-form to proxy", "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "not absolute-form"),
-                http("https absolute-form", "GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "scheme 'https' not supported"),
+                http("ftp absolute-form", "GET ftp://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "scheme 'ftp' not supported"),
                 http("http missing host header", "GET http://allowed.test:{H}/ HTTP/1.1\r\n\r\n", 400, "without Host header"),
                 http("http to denied host", "GET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", 403, "host 'evil.test' matches no allowlist entry"),
                 // --- smuggling shapes

@@ -62,6 +62,12 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void tlsPorts_addPortsThatGetTheSniCheckAndInterception() throws Exception {
+        assertEquals(java.util.Set.of(443), ConfigLoader.parse("{}").tlsPorts());
+        assertEquals(java.util.Set.of(443, 8443), ConfigLoader.parse("{\"tls\": {\"ports\": [8443, 443]}}").tlsPorts());
+    }
+
+    @Test
     void load_explicitUnsafeBlock_enablesLoopbackAndIsAudited() throws Exception {
         ProxyConfig c = ConfigLoader.parse("{\"unsafe\": {\"unsafeAllowLoopbackUpstreams\": true}}");
         assertTrue(c.unsafeAllowLoopbackUpstreams());

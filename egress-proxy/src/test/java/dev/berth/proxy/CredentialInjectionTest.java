@@ -223,6 +223,31 @@ class CredentialInjectionTest {
         }
     }
 
+    /** What busybox wget sends a proxy for an https:// URL: absolute-form, no CONNECT. The proxy speaks TLS upstream. */
+    static String rawRequest(EgressProxy.Listener l, String request) throws Exception {
+        try (Socket s = new Socket(l.address().getAddress(), l.address().getPort())) {
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write(request.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            return new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+        }
+    }
+
+    @Test
+    void httpsAbsoluteForm_proxyOriginatesVerifiedTls_andInjects() throws Exception {
+        try (CredentialGrant g = f.proxy.mint("ws-a", "run-a", List.of("github"))) {
+            String ph = g.environment().get("GITHUB_TOKEN");
+            String r = rawRequest(f.listenerA, "GET https://api.cred.test:" + f.pA + "/echo?expect=bearer HTTP/1.1\r\nHost: api.cred.test:"
+                    + f.pA + "\r\nAuthorization: Bearer " + ph + "\r\nConnection: close\r\n\r\n");
+            assertTrue(r.startsWith("HTTP/1.1 200"), r);
+            assertTrue(r.contains("auth=real sha=" + CredentialFixture.sha256("Bearer " + CredentialFixture.GITHUB_SECRET)), r);
+            assertFalse(r.contains(CredentialFixture.GITHUB_SECRET), r);
+            assertEquals(List.of(new CredentialUse("github", "api.cred.test", 1)), g.uses());
+        }
+        String bad = rawRequest(f.listenerA, "GET https://untrusted.cred.test:" + f.pB + "/x HTTP/1.1\r\nHost: untrusted.cred.test:" + f.pB
+                + "\r\nConnection: close\r\n\r\n");
+        assertTrue(bad.startsWith("HTTP/1.1 502") && bad.contains("upstream TLS verification failed for host untrusted.cred.test"), bad);
+    }
+
     @Test
     void upstreamWithUntrustedCertificate_502WithReasonAndAudit() throws Exception {
         try (HttpClient c = f.client(f.listenerA, HttpClient.Version.HTTP_1_1)) {
