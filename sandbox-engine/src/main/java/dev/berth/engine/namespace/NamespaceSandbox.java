@@ -50,8 +50,16 @@ final class NamespaceSandbox implements Sandbox {
             layout.chownForSandbox(layout.socket());
             List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits);
             Path log = layout.runtime().resolve("sandbox.log");
-            p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+            // bwrap stays in the sandbox's pid namespace as its pid 1, and /proc/1/environ is readable from inside:
+            // it must not carry the server's environment (the operator's tokens, the secret bindings' fromEnv values).
+            // --clearenv only cleans what the agent gets.
+            pb.environment().clear();
+            pb.environment().put("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+            pb.directory(new java.io.File("/")); // nor the server's working directory
+            pb.environment().put("PWD", "/");
+            p = pb.start();
             SocketChannel ch = accept(server, p, log);
             AgentClient agent = AgentClient.handshake(ch, Duration.ofSeconds(10));
             return new NamespaceSandbox(p, agent, layout, limits);

@@ -67,6 +67,18 @@ class NamespaceEscapeTest {
         assertTrue(r.stderr().contains("No such file"), r.stderr());
     }
 
+    /** bwrap is the sandbox's pid 1: its environ (readable from inside) must not be the server's environment. */
+    @Test
+    void serverEnvironment_notVisibleInAnySandboxProcess() throws Exception {
+        RunResult r = sh("cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u");
+        java.util.Set<String> inside = java.util.Set.of(r.stdout().split("\n"));
+        java.util.List<String> leaked = System.getenv().entrySet().stream()
+                .filter(e -> !java.util.Set.of("PATH", "HOME", "LANG", "TERM").contains(e.getKey()))
+                .map(e -> e.getKey() + "=" + e.getValue()).filter(inside::contains).toList();
+        assertTrue(leaked.isEmpty(), "server environment visible inside the sandbox: " + leaked);
+        assertFalse(System.getenv().isEmpty());
+    }
+
     @Test
     void hostProcesses_notVisible() throws Exception {
         RunResult r = sh("ls /proc | grep -c '^[0-9]'");
