@@ -66,7 +66,9 @@ final class Drivers {
         } catch (java.io.IOException e) {
             throw new EngineException(EngineException.Kind.UNAVAILABLE, "cannot open the egress audit log " + auditFile + ": " + e.getMessage(), e);
         }
-        EgressProxy proxy = EgressProxy.builder(cfg).auditSink(audit).start();
-        return new EgressSettings(proxy, cfg.ceiling());
+        // The interception CA (for secret-bound hosts only) persists in the home: a persistent workspace that was
+        // given its certificate keeps trusting the proxy after a server restart.
+        EgressProxy proxy = EgressProxy.builder(cfg).auditSink(audit).caDirectory(opts.home().resolve("ca")).start();
+        return new EgressSettings(proxy, cfg.ceiling(), cfg.secrets());
     }
 }

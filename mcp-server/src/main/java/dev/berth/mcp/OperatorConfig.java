@@ -67,7 +67,15 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public record Jwt(String issuer, String audience, @JsonProperty("jwks_file") String jwksFile,
                       @JsonProperty("tenant_claim") String tenantClaim) {}
 
-    public record TenantConfig(Quota quota) {}
+    /**
+     * @param secrets names of the egress section's secret bindings this tenant's workspaces may ask for; absent or
+     *                empty means none (the stdio user is the operator and may use every binding)
+     */
+    public record TenantConfig(Quota quota, List<String> secrets) {
+        public TenantConfig(Quota quota) {
+            this(quota, null);
+        }
+    }
 
     /** Ceilings for one tenant; an absent field means no limit on that resource. */
     public record Quota(Integer workspaces, Integer vcpus, @JsonProperty("memory_mib") Integer memoryMiB,
@@ -156,7 +164,27 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
-        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), egress, guard);
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard);
+    }
+
+    /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
+    private static tools.jackson.databind.JsonNode resolveFiles(tools.jackson.databind.JsonNode egress, Path dir) {
+        if (!(egress instanceof tools.jackson.databind.node.ObjectNode o)) return egress;
+        tools.jackson.databind.node.ObjectNode copy = o.deepCopy();
+        if (copy.get("secrets") instanceof tools.jackson.databind.node.ObjectNode secrets) {
+            for (var e : secrets.properties()) {
+                if (e.getValue() instanceof tools.jackson.databind.node.ObjectNode b && b.get("fromFile") != null && b.get("fromFile").isString()) {
+                    b.put("fromFile", dir.resolve(b.get("fromFile").asString()).normalize().toString());
+                }
+            }
+        }
+        if (copy.get("tls") instanceof tools.jackson.databind.node.ObjectNode tls
+                && tls.get("upstreamTrust") instanceof tools.jackson.databind.node.ArrayNode trust) {
+            for (int i = 0; i < trust.size(); i++) {
+                if (trust.get(i).isString()) trust.set(i, dir.resolve(trust.get(i).asString()).normalize().toString());
+            }
+        }
+        return copy;
     }
 
     /** The egress section as the proxy's own config (same format as an --egress file); null when absent. */
@@ -179,11 +207,21 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                 throw new ConfigException(at + "guard.mode: " + e.getMessage());
             }
         }
+        java.util.Set<String> bound = java.util.Set.of();
         if (egress != null) {
             try {
-                egressConfig();
+                bound = egressConfig().secrets().keySet();
             } catch (dev.berth.proxy.ConfigException e) {
                 throw new ConfigException(at + "egress: " + e.getMessage());
+            }
+        }
+        for (var t : tenants.entrySet()) {
+            List<String> names = t.getValue() == null || t.getValue().secrets() == null ? List.of() : t.getValue().secrets();
+            for (String n : names) {
+                if (!bound.contains(n)) {
+                    throw new ConfigException(at + "tenants." + t.getKey() + ".secrets names '" + n + "', which egress.secrets"
+                            + " does not define" + (bound.isEmpty() ? "" : " (defined: " + String.join(", ", bound) + ")"));
+                }
             }
         }
         // not 0 (any free port): the public URL and the resource metadata must name the port clients reach
@@ -249,10 +287,11 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (!tenants.containsKey(id)) throw new IllegalArgumentException("tenant '" + id + "' is not configured");
         TenantConfig tc = tenants.get(id);
         Quota q = tc == null ? null : tc.quota();
-        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED);
+        java.util.Set<String> secrets = tc == null || tc.secrets() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.secrets());
+        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets);
         Tenant.Quota u = Tenant.Quota.UNLIMITED;
         return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
                 q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
-                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()));
+                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()), secrets);
     }
 }

@@ -28,6 +28,7 @@ final class Results {
         m.put("from_snapshot", w.fromSnapshot());
         m.put("active_runs", w.activeRuns());
         m.put("egress_policy", w.egressPolicy());
+        m.put("secrets", w.secrets());
         return m;
     }
 
@@ -79,6 +80,15 @@ final class Results {
             x.put("count", d.count());
             return x;
         }).toList());
+        if (!r.secretsUsed().isEmpty()) {
+            m.put("secrets_used", r.secretsUsed().stream().map(u -> {
+                Map<String, Object> x = new LinkedHashMap<>();
+                x.put("secret", u.secret());
+                x.put("host", u.host());
+                x.put("count", u.count());
+                return x;
+            }).toList());
+        }
         return m;
     }
 

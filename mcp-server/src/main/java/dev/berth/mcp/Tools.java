@@ -111,7 +111,7 @@ final class Tools {
                     or(r.integer("disk_mib"), d.diskMiB()), d.maxPids());
         }
         return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
-                a.string("isolation"), resources, a.stringList("egress"))));
+                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"))));
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
@@ -135,7 +135,7 @@ final class Tools {
         }
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
                 a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"),
-                a.stringList("egress"));
+                a.stringList("egress"), a.stringList("secrets"));
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);

@@ -30,6 +30,12 @@ final class BerthHttp implements AutoCloseable {
 
     /** Starts the server with {@code configJson} (the port is set by this method) and waits until it listens. */
     static BerthHttp start(Path dir, String configJson, String... extra) throws IOException, InterruptedException {
+        return start(dir, configJson, java.util.Map.of(), extra);
+    }
+
+    /** Like {@link #start(Path, String, String...)}, with extra environment variables for the server process. */
+    static BerthHttp start(Path dir, String configJson, java.util.Map<String, String> env, String... extra)
+            throws IOException, InterruptedException {
         int port = freePort();
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, configJson);
@@ -39,7 +45,9 @@ final class BerthHttp implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "http",
                 "--config", cfg.toString(), "--home", home.toString(), "--port", String.valueOf(port), "--isolation", "namespace"));
         cmd.addAll(List.of(extra));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().putAll(env);
+        Process p = pb.start();
         p.getOutputStream().close();
         BerthHttp b = new BerthHttp(p, port, home);
         CompletableFuture<Boolean> ready = new CompletableFuture<>();

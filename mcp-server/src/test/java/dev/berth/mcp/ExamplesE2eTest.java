@@ -94,7 +94,9 @@ class ExamplesE2eTest {
         String header = server.path("headers").path("Authorization").asString();
         assertEquals("Bearer ${BERTH_TOKEN}", header);
         Path dir = Files.createTempDirectory("berth-example-http-");
-        try (BerthHttp berth = BerthHttp.start(dir, McpBridge.JSON.writeValueAsString(operator))) {
+        String realSecret = "ghp_example_" + System.nanoTime();
+        try (BerthHttp berth = BerthHttp.start(dir, McpBridge.JSON.writeValueAsString(operator),
+                java.util.Map.of("BERTH_SECRET_GITHUB", realSecret))) {
             String url = server.path("url").asString().replace(":8080/", ":" + berth.port + "/");
             String expanded = header.replace("${BERTH_TOKEN}", token);
             try (McpBridge mcp = McpBridge.http(url, expanded.substring("Bearer ".length()))) {
@@ -108,6 +110,15 @@ class ExamplesE2eTest {
                 JsonNode run = mcp.call("run", java.util.Map.of("workspace", ws.path("workspace").asString(),
                         "command", "echo '{}' > .mcp.json")).path("structuredContent");
                 assertTrue(run.path("agent_config_changes").get(0).path("reverted").asBoolean(), run.toString());
+                // the example's secret binding: the tenant may use it, and a run sees only a placeholder for it
+                JsonNode withSecret = mcp.call("open_workspace", java.util.Map.of("secrets", java.util.List.of("github")))
+                        .path("structuredContent");
+                assertEquals("[\"github\"]", withSecret.path("secrets").toString(), withSecret.toString());
+                JsonNode env = mcp.call("run", java.util.Map.of("workspace", withSecret.path("workspace").asString(), "command",
+                        "printf '%s %s ' \"$GITHUB_TOKEN\" \"$SSL_CERT_FILE\"; cat /proc/[0-9]*/environ | tr '\\0' '\\n' | grep -c "
+                                + realSecret + "; true")).path("structuredContent");
+                assertTrue(env.path("stdout").asString().matches("berth-secret-github-[0-9a-f]{32} /var/lib/berth/ca-certificates.crt 0\n"),
+                        env.toString());
             }
         } finally {
             dev.berth.engine.spi.Trees.delete(dir);

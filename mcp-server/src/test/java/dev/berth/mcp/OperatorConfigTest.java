@@ -84,6 +84,28 @@ class OperatorConfigTest {
 
     /** The operator config shown in the README loads (once its placeholder hash and key file are real). */
     @Test
+    void secretBindings_relativeFileResolvesNextToTheConfig_andTenantsMayOnlyNameDefinedOnes(@TempDir Path dir) throws Exception {
+        Files.writeString(dir.resolve("gh.token"), "ghp_fromfile\n");
+        String egress = """
+                "egress": {"presets": ["github"], "secrets": {"github": {"env": "GITHUB_TOKEN", "hosts": ["api.github.com"], "fromFile": "gh.token"}}}""";
+        Path ok = dir.resolve("ok.json");
+        Files.writeString(ok, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]}, %s,
+                 "tenants": {"alice": {"secrets": ["github"]}, "bob": {}}}""".formatted("a".repeat(64), egress));
+        OperatorConfig c = OperatorConfig.load(ok);
+        assertEquals(java.util.Set.of("github"), c.egressConfig().secrets().keySet());
+        assertTrue(c.tenant("alice").maySecret("github"));
+        assertTrue(!c.tenant("bob").maySecret("github"), "a tenant gets no binding it was not given");
+        Path bad = dir.resolve("bad.json");
+        Files.writeString(bad, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]}, %s,
+                 "tenants": {"alice": {"secrets": ["gitlab"]}}}""".formatted("a".repeat(64), egress));
+        var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(bad));
+        assertTrue(e.getMessage().contains("tenants.alice.secrets names 'gitlab', which egress.secrets does not define (defined: github)"),
+                e.getMessage());
+    }
+
+    @Test
     void readmeExample_loads(@TempDir Path dir) throws Exception {
         String readme = Files.readString(Path.of("../README.md"));
         int at = readme.indexOf("```json", readme.indexOf("The operator config"));

@@ -29,7 +29,21 @@ final class BackgroundProcess implements ExecListener {
         this.command = command;
     }
 
+    private final java.util.concurrent.atomic.AtomicReference<Runnable> onEnd = new java.util.concurrent.atomic.AtomicReference<>();
+
     void attach(ExecHandle h) { this.handle = h; }
+
+    /** Runs {@code r} once, when the process ends or is forgotten (park, close, restart), whichever comes first. */
+    void onEnd(Runnable r) {
+        onEnd.set(r);
+        handle.exit().whenComplete((x, e) -> ended());
+    }
+
+    /** The process is over as far as the engine is concerned. Idempotent. */
+    void ended() {
+        Runnable r = onEnd.getAndSet(null);
+        if (r != null) r.run();
+    }
 
     ExecHandle handle() { return handle; }
 

@@ -2,15 +2,23 @@ package dev.berth.engine;
 
 import dev.berth.proxy.EgressProxy;
 import dev.berth.proxy.Policy;
+import dev.berth.proxy.SecretBinding;
+import java.util.Map;
 import java.util.Objects;
 
 /**
- * The egress proxy workspaces reach the outside through, and the operator's ceiling policy. Without it (null in
+ * The egress proxy workspaces reach the outside through, the operator's ceiling policy, and the operator's secret
+ * bindings (the proxy holds their values; the engine only needs names and variable names). Without it (null in
  * {@link EngineConfig}) every connection from a workspace is refused.
  */
-public record EgressSettings(EgressProxy proxy, Policy ceiling) {
+public record EgressSettings(EgressProxy proxy, Policy ceiling, Map<String, SecretBinding> secrets) {
     public EgressSettings {
         Objects.requireNonNull(proxy, "proxy");
         Objects.requireNonNull(ceiling, "ceiling");
+        secrets = secrets == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(secrets));
+    }
+
+    public EgressSettings(EgressProxy proxy, Policy ceiling) {
+        this(proxy, ceiling, Map.of());
     }
 }

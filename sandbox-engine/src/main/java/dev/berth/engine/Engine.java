@@ -138,7 +138,7 @@ public final class Engine implements AutoCloseable {
         Workspace ws = new Workspace(rec.id(), tenant, rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
                 rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
                 store.runtimeDir(rec.id()), WorkspaceState.PARKED, rec.egress(),
-                new WorkspaceEgress(config.egress(), rec.id(), policy));
+                new WorkspaceEgress(config.egress(), rec.id(), policy, secretsOrNone(rec.secrets())), rec.secrets());
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
         workspaces.put(ws.id, ws);
         if (!rec.state().equals("parked")) store.save(ws); // it was running when the last server died
@@ -159,6 +159,7 @@ public final class Engine implements AutoCloseable {
         IsolationDriver driver = chooseDriver(req.isolation(), snap);
         Resources resources = req.resources() == null ? Resources.DEFAULT : validate(req.resources());
         Policy egressPolicy = egressPolicy(req.egress());
+        List<String> secrets = checkSecrets(tenant, req.secrets());
 
         Workspace ws;
         synchronized (namesLock) {
@@ -175,7 +176,8 @@ public final class Engine implements AutoCloseable {
             String id = newId("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
-                    req.egress() == null ? null : List.copyOf(req.egress()), new WorkspaceEgress(config.egress(), id, egressPolicy));
+                    req.egress() == null ? null : List.copyOf(req.egress()),
+                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
             ws.lock.lock();
             workspaces.put(id, ws);
         }
@@ -184,13 +186,13 @@ public final class Engine implements AutoCloseable {
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
             ws.sandbox = driver.start(startRequest(ws, mode));
-            ws.sandbox.agent().setTunnelHandler(ws.egress);
+            connect(ws);
             ws.state = WorkspaceState.RUNNING;
             store.save(ws);
             String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
                     : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
             return new OpenResult(ws.info(), true, false, note);
-        } catch (SandboxException | IOException e) {
+        } catch (SandboxException | IOException | EngineException e) {
             workspaces.remove(ws.id);
             ws.state = WorkspaceState.CLOSED;
             if (ws.sandbox != null) ws.sandbox.destroy();
@@ -215,6 +217,10 @@ public final class Engine implements AutoCloseable {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with isolation '"
                     + ws.driver.name() + "'; omit isolation to reopen it, or pick another name");
         }
+        if (req.secrets() != null && !new java.util.HashSet<>(req.secrets()).equals(new java.util.HashSet<>(ws.secrets))) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with secrets " + ws.secrets
+                    + "; omit secrets to reopen it, or pick another name");
+        }
         ws.lock.lock();
         try {
             WorkspaceAction.check(WorkspaceAction.RUN, ws.state, ws.label());
@@ -232,14 +238,18 @@ public final class Engine implements AutoCloseable {
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
         Policy narrowing = req.egress() == null ? null : parsePolicy(req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            WorkspaceEgress.RunEgress egress = ws.egress.begin(newId("run-"), narrowing);
+            String runId = newId("run-");
+            Credentials creds = credentials(tenant, ws, runId, req.secrets());
+            WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
             RunResult r;
             try {
-                r = runner.run(ws, sandbox, req, listener);
+                r = runner.run(ws, sandbox, req, listener, creds.injected());
             } finally {
                 ws.egress.end(egress);
+                creds.revoke(); // the placeholders are worthless from here on
             }
             r = r.withEgressDenied(egress.denials());
+            r = r.withSecrets(creds.used(), creds.note());
             if (!r.agentConfigChanges().isEmpty()) audit.agentConfig(ws, r.agentConfigChanges());
             if (!resumed) return r;
             return r.withResumed("the workspace was parked and was resumed for this run"
@@ -258,7 +268,15 @@ public final class Engine implements AutoCloseable {
                 }
             }
             BackgroundProcess bp = new BackgroundProcess(newId("p-"), ws.id, req.command());
-            bp.attach(runner.start(ws, sandbox, req, bp));
+            Credentials creds = credentials(tenant, ws, bp.id, req.secrets());
+            try {
+                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected()));
+            } catch (EngineException | RuntimeException e) {
+                creds.revoke();
+                throw e;
+            }
+            // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
+            bp.onEnd(creds::revoke);
             synchronized (ws.processes) {
                 ws.processes.put(bp.id, bp);
             }
@@ -360,12 +378,12 @@ public final class Engine implements AutoCloseable {
         ws.state = WorkspaceState.RESUMING;
         try {
             ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
-            ws.sandbox.agent().setTunnelHandler(ws.egress);
+            connect(ws);
             ws.state = WorkspaceState.RUNNING;
             ws.lastUsedAt = Instant.now();
             store.save(ws);
             return true;
-        } catch (SandboxException | IOException e) {
+        } catch (SandboxException | IOException | EngineException e) {
             ws.state = WorkspaceState.PARKED;
             if (ws.sandbox != null) ws.sandbox.destroy();
             ws.sandbox = null;
@@ -668,6 +686,93 @@ public final class Engine implements AutoCloseable {
         if (r.diskMiB() < 64 || r.diskMiB() > 262144) throw new EngineException(Kind.INVALID_ARGUMENT, "disk_mib " + r.diskMiB() + " is outside 64..262144");
         if (r.maxPids() < 16 || r.maxPids() > 65536) throw new EngineException(Kind.INVALID_ARGUMENT, "max_pids " + r.maxPids() + " is outside 16..65536");
         return r;
+    }
+
+    /** Wires a freshly started sandbox: its egress tunnels, and the proxy's CA when the workspace has secrets. */
+    private void connect(Workspace ws) throws EngineException {
+        ws.sandbox.agent().setTunnelHandler(ws.egress);
+        if (!ws.secrets.isEmpty() && config.egress() != null) {
+            TrustBundle.install(ws.sandbox.agent(), config.egress().proxy().caCertificatePem());
+        }
+    }
+
+    private static List<String> secretsOrNone(List<String> names) {
+        return names == null ? List.of() : names;
+    }
+
+    /** The secret bindings configured on this server (by name), empty without egress. */
+    private java.util.Map<String, dev.berth.proxy.SecretBinding> bindings() {
+        return config.egress() == null ? java.util.Map.of() : config.egress().secrets();
+    }
+
+    /** Validates the bindings asked for at open: each must be configured and granted to the tenant. */
+    private List<String> checkSecrets(Tenant tenant, List<String> requested) throws EngineException {
+        if (requested == null || requested.isEmpty()) return List.of();
+        var configured = bindings();
+        List<String> available = configured.keySet().stream().filter(tenant::maySecret).sorted().toList();
+        java.util.LinkedHashSet<String> out = new java.util.LinkedHashSet<>();
+        for (String n : requested) {
+            if (n == null || !configured.containsKey(n) || !tenant.maySecret(n)) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "no secret binding '" + n + "' is available to you; "
+                        + (available.isEmpty() ? "the operator has bound none for you (operator config: egress.secrets"
+                        + " and the tenant's secrets)" : "available: " + String.join(", ", available)));
+            }
+            out.add(n);
+        }
+        return List.copyOf(out);
+    }
+
+    /** One run's placeholders (or none), and what it reports at the end. */
+    private record Credentials(dev.berth.proxy.CredentialGrant grant, Runner.Injected injected, String skipped) {
+        void revoke() {
+            if (grant != null) grant.close();
+        }
+
+        List<SecretUse> used() {
+            if (grant == null) return List.of();
+            return grant.uses().stream().map(u -> new SecretUse(u.binding(), u.host(), u.count())).toList();
+        }
+
+        String note() {
+            List<SecretUse> u = used();
+            String said = u.isEmpty() ? null : "the egress proxy injected " + u.stream()
+                    .map(x -> "secret '" + x.secret() + "' into " + x.count() + " request(s) to " + x.host())
+                    .reduce((a, b) -> a + ", " + b).orElse("");
+            if (skipped == null) return said;
+            return said == null ? skipped : said + "; " + skipped;
+        }
+    }
+
+    /**
+     * Mints this run's placeholders: the workspace's bindings, narrowed by the run's {@code secrets} (null = all), less
+     * any the operator has since removed or withdrawn from the tenant (said in the note, never an error).
+     */
+    private Credentials credentials(Tenant tenant, Workspace ws, String runId, List<String> narrowing) throws EngineException {
+        if (narrowing != null) {
+            for (String n : narrowing) {
+                if (!ws.secrets.contains(n)) {
+                    throw new EngineException(Kind.INVALID_ARGUMENT, "secret '" + n + "' is not bound to workspace '" + ws.label()
+                            + "'" + (ws.secrets.isEmpty() ? " (it has none; ask for them with open_workspace {secrets})"
+                            : "; its secrets are " + String.join(", ", ws.secrets)) + ". A run can only narrow them");
+                }
+            }
+        }
+        boolean trust = !ws.secrets.isEmpty() && config.egress() != null;
+        java.util.Map<String, String> defaults = trust ? TrustBundle.environment() : java.util.Map.of();
+        var configured = bindings();
+        List<String> names = new ArrayList<>();
+        List<String> gone = new ArrayList<>();
+        for (String n : narrowing == null ? ws.secrets : narrowing) {
+            if (configured.containsKey(n) && tenant.maySecret(n)) names.add(n); else gone.add(n);
+        }
+        String skipped = gone.isEmpty() ? null : "secret binding(s) " + String.join(", ", gone)
+                + " are no longer configured for you, so this run went without them";
+        if (names.isEmpty()) return new Credentials(null, new Runner.Injected(defaults, java.util.Map.of(), java.util.Map.of()), skipped);
+        dev.berth.proxy.CredentialGrant grant = ws.egress.mint(runId, names);
+        if (grant == null) return new Credentials(null, new Runner.Injected(defaults, java.util.Map.of(), java.util.Map.of()), skipped);
+        java.util.Map<String, String> byEnv = new java.util.HashMap<>();
+        for (String n : names) byEnv.put(configured.get(n).env(), n);
+        return new Credentials(grant, new Runner.Injected(defaults, grant.environment(), byEnv), skipped);
     }
 
     private StartRequest startRequest(Workspace ws, StartRequest.Mode mode) throws IOException {

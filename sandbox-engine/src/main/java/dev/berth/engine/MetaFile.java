@@ -55,6 +55,11 @@ final class MetaFile {
 
     /** Returns the JSON body, or throws with the reason the file cannot be trusted. */
     static String read(Path file, String kind, int version) throws IOException {
+        return read(file, kind, version, version);
+    }
+
+    /** Like {@link #read(Path, String, int)}, accepting any format version from {@code oldest} to {@code newest}. */
+    static String read(Path file, String kind, int oldest, int newest) throws IOException {
         long size = Files.size(file);
         if (size > MAX_BYTES) throw new IOException(file + ": " + size + " bytes is larger than the limit of " + MAX_BYTES);
         byte[] all = Files.readAllBytes(file);
@@ -74,7 +79,10 @@ final class MetaFile {
         } catch (NumberFormatException e) {
             throw new IOException(file + ": malformed header '" + String.join(" ", h) + "'");
         }
-        if (v != version) throw new IOException(file + ": format version " + v + " is not supported (this build reads " + version + ")");
+        if (v < oldest || v > newest) {
+            throw new IOException(file + ": format version " + v + " is not supported (this build reads "
+                    + (oldest == newest ? String.valueOf(newest) : oldest + " to " + newest) + ")");
+        }
         if (len != all.length - nl - 1) throw new IOException(file + ": body is " + (all.length - nl - 1) + " bytes, header says " + len + " (truncated?)");
         CRC32C crc = new CRC32C();
         crc.update(all, nl + 1, len);

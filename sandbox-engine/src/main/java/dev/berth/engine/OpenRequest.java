@@ -12,11 +12,18 @@ import dev.berth.engine.spi.Resources;
  * @param resources    optional limits; null = defaults
  * @param egress       optional allowlist entries ("host", "*.suffix:443,80", "preset:npm") narrowing the operator's
  *                     ceiling for this workspace; null = the whole ceiling
+ * @param secrets      optional names of operator secret bindings; each run then gets a placeholder per binding in its
+ *                     environment, which the egress proxy swaps for the real value on the binding's hosts only
  */
 public record OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources,
-                          java.util.List<String> egress) {
+                          java.util.List<String> egress, java.util.List<String> secrets) {
     public OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources) {
-        this(name, lifecycle, fromSnapshot, isolation, resources, null);
+        this(name, lifecycle, fromSnapshot, isolation, resources, null, null);
+    }
+
+    public OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources,
+                       java.util.List<String> egress) {
+        this(name, lifecycle, fromSnapshot, isolation, resources, egress, null);
     }
 
     public static OpenRequest ephemeral() { return new OpenRequest(null, "ephemeral", null, null, null); }

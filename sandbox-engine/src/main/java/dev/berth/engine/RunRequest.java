@@ -13,12 +13,20 @@ import java.util.Map;
  * @param stdin          optional bytes given to the command's stdin (then closed)
  * @param maxOutputBytes null = default; per stream, head and tail kept
  * @param egress         optional allowlist entries narrowing the workspace's egress policy while this run is active
+ * @param secrets        optional subset of the workspace's secret bindings this run gets placeholders for; null = all of
+ *                       them, empty = none (e.g. for {@code npm install}, whose hooks need no credentials)
  */
 public record RunRequest(String workspace, String command, String cwd, Map<String, String> env,
-                         Integer timeoutSeconds, String stdin, Integer maxOutputBytes, java.util.List<String> egress) {
+                         Integer timeoutSeconds, String stdin, Integer maxOutputBytes, java.util.List<String> egress,
+                         java.util.List<String> secrets) {
     public RunRequest(String workspace, String command, String cwd, Map<String, String> env, Integer timeoutSeconds,
                       String stdin, Integer maxOutputBytes) {
-        this(workspace, command, cwd, env, timeoutSeconds, stdin, maxOutputBytes, null);
+        this(workspace, command, cwd, env, timeoutSeconds, stdin, maxOutputBytes, null, null);
+    }
+
+    public RunRequest(String workspace, String command, String cwd, Map<String, String> env, Integer timeoutSeconds,
+                      String stdin, Integer maxOutputBytes, java.util.List<String> egress) {
+        this(workspace, command, cwd, env, timeoutSeconds, stdin, maxOutputBytes, egress, null);
     }
 
     public static RunRequest of(String workspace, String command) {

@@ -9,16 +9,17 @@ package dev.berth.engine;
  * @param resumed    the workspace had been parked (or its sandbox had stopped) and was started for this run
  * @param agentConfigChanges agent configuration files the run created, modified or deleted (and whether undone)
  * @param egressDenied outbound connections refused while the run was active, with the reason
+ * @param secretsUsed  secret bindings whose real value the egress proxy injected into this run's requests
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
                         boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
-                        java.util.List<EgressDenial> egressDenied) {
+                        java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed) {
 
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
-                egressDenied);
+                egressDenied, secretsUsed);
     }
 
     RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
@@ -28,6 +29,12 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
             n = n == null ? said : n + "; " + said;
         }
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed);
+    }
+
+    RunResult withSecrets(java.util.List<SecretUse> used, String said) {
+        String n = said == null ? note : note == null ? said : note + "; " + said;
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used);
     }
 }

@@ -40,7 +40,15 @@ final class Runner {
     /** A validated request: what to send to the agent and what to keep of the output. */
     private record Prepared(ExecRequest exec, byte[] stdin, int timeout, int maxOut, String cwd) {}
 
-    private Prepared prepare(Workspace ws, RunRequest req, boolean background) throws EngineException {
+    /**
+     * What the engine adds to a run's environment besides the fixed variables: {@code defaults} the run's own env may
+     * override (trust-store paths), {@code placeholders} it may not (a secret binding's placeholder, by variable).
+     */
+    record Injected(Map<String, String> defaults, Map<String, String> placeholders, Map<String, String> bindingByEnv) {
+        static final Injected NONE = new Injected(Map.of(), Map.of(), Map.of());
+    }
+
+    private Prepared prepare(Workspace ws, RunRequest req, boolean background, Injected injected) throws EngineException {
         if (req.command() == null || req.command().isBlank()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "command is required: a shell command line such as 'ls -la'");
         }
@@ -63,7 +71,7 @@ final class Runner {
             throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + stdin.length + " bytes; the limit is " + MAX_STDIN
                     + ". Write large inputs with a file and redirect");
         }
-        List<String> env = environment(ws, req.env());
+        List<String> env = environment(ws, req.env(), injected);
         var exec = new ExecRequest(List.of("/bin/sh", "-c", req.command()), env, cwd, timeout * 1000L, stdin != null);
         return new Prepared(exec, stdin, timeout, maxOut, cwd);
     }
@@ -88,12 +96,12 @@ final class Runner {
     }
 
     /** Starts a background command; its output goes to {@code sink}. */
-    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink) throws EngineException {
-        return launch(sandbox, prepare(ws, req, true), sink);
+    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected) throws EngineException {
+        return launch(sandbox, prepare(ws, req, true, injected), sink);
     }
 
-    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener) throws EngineException {
-        Prepared prep = prepare(ws, req, false);
+    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected) throws EngineException {
+        Prepared prep = prepare(ws, req, false, injected);
         int timeout = prep.timeout();
         int maxOut = prep.maxOut();
         BoundedOutput out = new BoundedOutput(maxOut);
@@ -131,7 +139,7 @@ final class Runner {
             note = note == null ? said : note + "; " + said;
         }
         return new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
-                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes, List.of());
+                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes, List.of(), List.of());
     }
 
     private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Sandbox sandbox) throws EngineException {
@@ -154,7 +162,7 @@ final class Runner {
         }
     }
 
-    private static List<String> environment(Workspace ws, Map<String, String> extra) throws EngineException {
+    private static List<String> environment(Workspace ws, Map<String, String> extra, Injected injected) throws EngineException {
         Map<String, String> env = new TreeMap<>();
         env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
         env.put("HOME", "/root");
@@ -165,6 +173,7 @@ final class Runner {
         for (String k : List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")) env.put(k, proxy);
         env.put("NO_PROXY", "localhost,127.0.0.1,::1");
         env.put("no_proxy", "localhost,127.0.0.1,::1");
+        env.putAll(injected.defaults());
         if (extra != null) {
             for (var e : extra.entrySet()) {
                 String k = e.getKey();
@@ -175,11 +184,17 @@ final class Runner {
                     throw new EngineException(Kind.INVALID_ARGUMENT, "environment variable " + k
                             + " is set by Berth and cannot be overridden (egress goes through the workspace proxy)");
                 }
+                if (injected.placeholders().containsKey(k)) {
+                    throw new EngineException(Kind.INVALID_ARGUMENT, "environment variable " + k + " carries the placeholder of"
+                            + " secret binding '" + injected.bindingByEnv().get(k) + "' in this run; drop it from env, or run"
+                            + " with secrets: [] to go without the binding");
+                }
                 String v = e.getValue() == null ? "" : e.getValue();
                 if (v.indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "value of " + k + " contains a NUL character");
                 env.put(k, v);
             }
         }
+        env.putAll(injected.placeholders());
         List<String> list = new ArrayList<>(env.size());
         env.forEach((k, v) -> list.add(k + "=" + v));
         return list;

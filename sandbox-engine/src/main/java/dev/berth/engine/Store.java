@@ -14,7 +14,7 @@ import tools.jackson.databind.json.JsonMapper;
  * On-disk layout of the engine's home and the persisted records in it. Thread-safe (stateless apart from paths).
  *
  * <pre>
- * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 1)
+ * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 2; 2 added secrets, 1 still read)
  * home/workspaces/ID/state/           driver-owned persistent state (disk layers, parked memory)
  * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 1)
  * home/snapshots/ID/state/            driver-owned snapshot state
@@ -22,14 +22,16 @@ import tools.jackson.databind.json.JsonMapper;
  * </pre>
  */
 final class Store {
-    static final int WORKSPACE_VERSION = 1;
+    static final int WORKSPACE_VERSION = 2;
+    /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
+    static final int OLDEST_WORKSPACE_VERSION = 1;
     static final int SNAPSHOT_VERSION = 1;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
     record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
-                           List<String> egress) {}
+                           List<String> egress, List<String> secrets) {}
 
     /** Persisted fields of a snapshot. */
     /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
@@ -70,12 +72,13 @@ final class Store {
     void save(Workspace ws) throws IOException {
         String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
-                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest);
+                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
+                ws.secrets.isEmpty() ? null : ws.secrets);
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 
     WorkspaceRecord loadWorkspace(Path dir) throws IOException {
-        return JSON.readValue(MetaFile.read(dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION),
+        return JSON.readValue(MetaFile.read(dir.resolve("workspace.meta"), "workspace", OLDEST_WORKSPACE_VERSION, WORKSPACE_VERSION),
                 WorkspaceRecord.class);
     }
 

@@ -8,15 +8,31 @@ import java.util.regex.Pattern;
  * workspaces and snapshots: another tenant's workspace is "not found", exactly like one that does not exist, so ids
  * and names leak nothing. stdio serves the single {@link #LOCAL} tenant.
  */
-public record Tenant(String id, Quota quota) {
+public record Tenant(String id, Quota quota, java.util.Set<String> secrets) {
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
-    public static final Tenant LOCAL = new Tenant("local", Quota.UNLIMITED);
+    /** The stdio user: the operator themself, so every configured secret binding is theirs to use. */
+    public static final Tenant LOCAL = new Tenant("local", Quota.UNLIMITED, null);
 
+    /** A tenant that may use no secret bindings. */
+    public Tenant(String id, Quota quota) {
+        this(id, quota, java.util.Set.of());
+    }
+
+    /**
+     * @param secrets names of the operator's secret bindings this tenant's workspaces may ask for; null means every
+     *                configured binding (the local stdio user), empty means none
+     */
     public Tenant {
         Objects.requireNonNull(quota, "quota");
+        secrets = secrets == null ? null : java.util.Set.copyOf(secrets);
         if (id == null || !ID.matcher(id).matches()) {
             throw new IllegalArgumentException("tenant id '" + id + "' must be 1-63 of a-z, 0-9, '.', '_', '-'");
         }
+    }
+
+    /** May this tenant use the binding named {@code name}? */
+    public boolean maySecret(String name) {
+        return secrets == null || secrets.contains(name);
     }
 
     /**

@@ -31,6 +31,8 @@ final class Workspace {
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
     final java.util.List<String> egressRequest;
     final WorkspaceEgress egress;
+    /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
+    final java.util.List<String> secrets;
 
     WorkspaceState state;
     Sandbox sandbox;
@@ -39,7 +41,7 @@ final class Workspace {
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state,
-              java.util.List<String> egressRequest, WorkspaceEgress egress) {
+              java.util.List<String> egressRequest, WorkspaceEgress egress, java.util.List<String> secrets) {
         this.id = id;
         this.tenant = tenant;
         this.name = name;
@@ -54,6 +56,7 @@ final class Workspace {
         this.lastUsedAt = createdAt;
         this.egressRequest = egressRequest;
         this.egress = egress;
+        this.secrets = secrets == null ? java.util.List.of() : java.util.List.copyOf(secrets);
     }
 
     Path stateDir() { return dir.resolve("state"); }
@@ -61,6 +64,7 @@ final class Workspace {
     /** Stops tracking background processes (their agent session ends with the sandbox or with park). */
     void forgetProcesses() {
         synchronized (processes) {
+            for (BackgroundProcess p : processes.values()) p.ended();
             processes.clear();
         }
     }
@@ -70,6 +74,6 @@ final class Workspace {
 
     WorkspaceInfo info() {
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe());
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets);
     }
 }

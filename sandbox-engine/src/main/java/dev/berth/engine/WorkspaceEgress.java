@@ -28,12 +28,28 @@ final class WorkspaceEgress implements TunnelHandler {
     private final EgressProxy proxy;  // null: no egress configured
     private final String workspaceId;
     private final Policy policy;
+    private final java.util.Set<String> secrets;
     private final List<RunEgress> active = new CopyOnWriteArrayList<>();
 
     WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy) {
+        this(settings, workspaceId, policy, List.of());
+    }
+
+    /** @param secrets the workspace's secret bindings: the proxy intercepts TLS to their hosts (and only theirs) */
+    WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy, List<String> secrets) {
         this.proxy = settings == null ? null : settings.proxy();
         this.workspaceId = workspaceId;
         this.policy = policy;
+        this.secrets = java.util.Set.copyOf(secrets);
+    }
+
+    /**
+     * Mints this run's placeholders for {@code names} (the proxy keeps the real values); null when there is nothing
+     * to mint. The caller revokes them with {@code close()} when the run returns.
+     */
+    dev.berth.proxy.CredentialGrant mint(String runId, List<String> names) {
+        if (proxy == null || names.isEmpty()) return null;
+        return proxy.mint(workspaceId, runId, names);
     }
 
     Policy policy() { return policy; }
@@ -82,7 +98,7 @@ final class WorkspaceEgress implements TunnelHandler {
         }
         List<RunEgress> runs = List.copyOf(active);
         String runId = runs.size() == 1 ? runs.get(0).runId : null;
-        EgressContext ctx = new EgressContext(workspaceId, runId, effective(), this::onDecision);
+        EgressContext ctx = new EgressContext(workspaceId, runId, effective(), this::onDecision, secrets);
         ProxyConnection conn = proxy.attach(ctx, new ClientSink() {
             @Override public void write(ByteBuffer toClient) {
                 ByteBuffer copy = ByteBuffer.allocate(toClient.remaining());

@@ -3,7 +3,11 @@ package dev.berth.engine;
 import dev.berth.engine.spi.DriverCapabilities;
 import java.time.Instant;
 
-/** A snapshot in time of one workspace's public facts. */
+/**
+ * A snapshot in time of one workspace's public facts. {@code secrets} names the operator's secret bindings its runs
+ * get placeholders for (never values).
+ */
 public record WorkspaceInfo(String id, String name, Lifecycle lifecycle, String isolation, WorkspaceState state,
                             DriverCapabilities capabilities, Instant createdAt, Instant lastUsedAt,
-                            String fromSnapshot, int activeRuns, java.util.List<String> egressPolicy) {}
+                            String fromSnapshot, int activeRuns, java.util.List<String> egressPolicy,
+                            java.util.List<String> secrets) {}

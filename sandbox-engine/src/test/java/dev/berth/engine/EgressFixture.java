@@ -9,6 +9,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import dev.berth.proxy.SecretBinding;
 import java.util.List;
 import java.util.function.Function;
 
@@ -36,10 +38,26 @@ public final class EgressFixture {
     /** A started egress proxy whose ceiling is {@code entries}, resolving *.test names to loopback. */
     public static EgressSettings proxy(List<String> entries) {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).unsafeAllowLoopbackUpstreams(true).build();
-        EgressProxy proxy = EgressProxy.builder(cfg).resolver(host -> {
+        return new EgressSettings(start(cfg, null), cfg.ceiling());
+    }
+
+    /**
+     * A started egress proxy for secret bindings: ceiling {@code entries}, TLS (and interception) also on
+     * {@code tlsPort}, upstream certificates checked against {@code trustedRoot} (the test's stand-in for the public
+     * roots), {@code binding} configured, and its interception CA kept in {@code caDir}.
+     */
+    public static EgressSettings secretProxy(List<String> entries, int tlsPort, Path trustedRoot, SecretBinding binding, Path caDir) {
+        ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).tlsPorts(java.util.Set.of(443, tlsPort))
+                .unsafeAllowLoopbackUpstreams(true).upstreamTrustFiles(List.of(trustedRoot)).secret(binding).build();
+        return new EgressSettings(start(cfg, caDir), cfg.ceiling(), cfg.secrets());
+    }
+
+    private static EgressProxy start(ProxyConfig cfg, Path caDir) {
+        EgressProxy.Builder b = EgressProxy.builder(cfg).resolver(host -> {
             if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
             throw new UnknownHostException(host);
-        }).start();
-        return new EgressSettings(proxy, cfg.ceiling());
+        });
+        if (caDir != null) b.caDirectory(caDir);
+        return b.start();
     }
 }

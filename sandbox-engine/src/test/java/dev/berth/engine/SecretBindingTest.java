@@ -1,0 +1,191 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpsServer;
+import dev.berth.engine.namespace.NamespaceDriver;
+import dev.berth.proxy.SecretBinding;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Per-run credentials from inside a real workspace (namespace driver, real curl, real egress proxy, real HTTPS
+ * upstream on loopback): the workspace holds only a placeholder, the proxy swaps it for the real secret on the bound
+ * host only, and the placeholder is worthless once its run has returned. The test's "public" CA stands in for the
+ * system roots: the proxy trusts it for upstreams, the workspace trusts only what the engine installs.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class SecretBindingTest {
+    static final String REAL = "ghp_REALsecretVALUE0123456789abcdef";
+    static final String PLACEHOLDER = "berth-secret-gh-[0-9a-f]{32}";
+
+    Path home;
+    TestPki pki;
+    HttpsServer upstream;
+    int port;
+    Engine engine;
+
+    @BeforeAll
+    void start() throws Exception {
+        home = Files.createTempDirectory("berth-secrets-");
+        pki = TestPki.create();
+        upstream = pki.https(ex -> ex.getRequestURI().getPath() + " " + TestPki.describeAuth(ex, REAL),
+                "api.cred.test", "other.cred.test");
+        port = upstream.getAddress().getPort();
+        Path testCa = pki.writeCaPem(home.resolve("test-root.pem"));
+        EgressSettings egress = EgressFixture.secretProxy(List.of("api.cred.test:" + port, "other.cred.test:" + port), port, testCa,
+                SecretBinding.of("gh", "GH_TOKEN", List.of("api.cred.test"), REAL), home.resolve("ca"));
+        engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home))).withEgress(egress));
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (engine != null) engine.close();
+        TestPki.close(upstream);
+        dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    String open(List<String> secrets) throws EngineException {
+        return engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, null, null, secrets)).workspace().id();
+    }
+
+    RunResult sh(String ws, String cmd) throws EngineException {
+        return sh(ws, cmd, null);
+    }
+
+    RunResult sh(String ws, String cmd, List<String> secrets) throws EngineException {
+        return engine.run(Tenant.LOCAL, new RunRequest(ws, cmd, null, Map.of(), 60, null, null, null, secrets), OutputListener.NONE);
+    }
+
+    String url(String host, String path) {
+        return "https://" + host + ":" + port + path;
+    }
+
+    @Test
+    void workspaceHoldsOnlyAPlaceholder_realValueNowhereInside() throws Exception {
+        String ws = open(List.of("gh"));
+        RunResult env = sh(ws, "printf %s \"$GH_TOKEN\"");
+        assertTrue(env.stdout().matches(PLACEHOLDER), env.stdout());
+        RunResult again = sh(ws, "printf %s \"$GH_TOKEN\"");
+        assertNotEquals(env.stdout(), again.stdout(), "each run gets its own placeholder");
+        RunResult hunt = sh(ws, "grep -rl -s '" + REAL + "' /workspace /root /var /tmp /etc; "
+                + "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c -s '" + REAL + "'; true");
+        assertEquals("0\n", hunt.stdout(), hunt.toString());
+        assertEquals(List.of("gh"), engine.list(Tenant.LOCAL).stream().filter(w -> w.id().equals(ws)).findFirst().orElseThrow().secrets());
+    }
+
+    @Test
+    void boundHost_getsTheRealSecret_bearerAndBasic() throws Exception {
+        String ws = open(List.of("gh"));
+        RunResult bearer = sh(ws, "curl -sS --max-time 20 -H \"Authorization: Bearer $GH_TOKEN\" " + url("api.cred.test", "/user"));
+        assertEquals("/user auth=bearer-real", bearer.stdout(), bearer.toString());
+        assertEquals(List.of(new SecretUse("gh", "api.cred.test", 1)), bearer.secretsUsed());
+        assertTrue(bearer.note().contains("injected secret 'gh'"), bearer.note());
+        // git and many tools send the token as the password of HTTP basic auth
+        RunResult basic = sh(ws, "curl -sS --max-time 20 -u \"x-access-token:$GH_TOKEN\" " + url("api.cred.test", "/repo"));
+        assertEquals("/repo auth=basic-real", basic.stdout(), basic.toString());
+        assertFalse(bearer.stdout().contains(REAL) || basic.stdout().contains(REAL));
+    }
+
+    @Test
+    void placeholderIsRevokedWhenItsRunReturns() throws Exception {
+        String ws = open(List.of("gh"));
+        sh(ws, "printf %s \"$GH_TOKEN\" > /workspace/stolen");
+        RunResult later = sh(ws, "curl -sS --max-time 20 -o /dev/stderr -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/stolen)\" "
+                + url("api.cred.test", "/user"), List.of());
+        assertEquals("403", later.stdout(), later.toString());
+        assertTrue(later.stderr().contains("revoked"), later.stderr());
+        assertEquals(1, later.egressDenied().size(), later.toString());
+        assertTrue(later.egressDenied().get(0).reason().contains("revoked"), later.egressDenied().toString());
+        assertEquals(List.of(), later.secretsUsed());
+    }
+
+    @Test
+    void runWithSecretsNarrowedToNone_hasNoPlaceholder() throws Exception {
+        String ws = open(List.of("gh"));
+        RunResult r = sh(ws, "printf %s \"${GH_TOKEN:-unset}\"", List.of());
+        assertEquals("unset", r.stdout());
+        EngineException e = assertThrows(EngineException.class, () -> sh(ws, "true", List.of("npm")));
+        assertTrue(e.getMessage().contains("secret 'npm' is not bound to workspace"), e.getMessage());
+        EngineException env = assertThrows(EngineException.class, () -> engine.run(Tenant.LOCAL,
+                new RunRequest(ws, "true", null, Map.of("GH_TOKEN", "mine"), null, null, null), OutputListener.NONE));
+        assertTrue(env.getMessage().contains("placeholder of secret binding 'gh'"), env.getMessage());
+    }
+
+    @Test
+    void unboundHost_isNotIntercepted_andGetsOnlyThePlaceholder() throws Exception {
+        String ws = open(List.of("gh"));
+        engine.writeFile(Tenant.LOCAL, ws, "/workspace/test-root.pem", pki.caPem().getBytes(), false, null);
+        // trusting only the test root: this succeeds only if the TLS session is end to end with the real upstream
+        RunResult r = sh(ws, "curl -sS --max-time 20 --cacert /workspace/test-root.pem -H \"Authorization: Bearer $GH_TOKEN\" "
+                + url("other.cred.test", "/user"));
+        assertTrue(r.stdout().matches("/user auth=Bearer " + PLACEHOLDER), r.toString());
+        assertEquals(List.of(), r.secretsUsed());
+        // the bound host, by contrast, is intercepted: the test root alone does not verify the proxy's certificate
+        RunResult bound = sh(ws, "curl -sS --max-time 20 --cacert /workspace/test-root.pem " + url("api.cred.test", "/"));
+        assertEquals(60, bound.exitCode(), bound.toString()); // CURLE_PEER_FAILED_VERIFICATION
+    }
+
+    @Test
+    void workspaceWithoutSecrets_isNeverIntercepted() throws Exception {
+        String ws = open(null);
+        RunResult vars = sh(ws, "printf %s \"${SSL_CERT_FILE:-none} ${GH_TOKEN:-none}\"");
+        assertEquals("none none", vars.stdout());
+        engine.writeFile(Tenant.LOCAL, ws, "/workspace/test-root.pem", pki.caPem().getBytes(), false, null);
+        RunResult r = sh(ws, "curl -sS --max-time 20 --cacert /workspace/test-root.pem " + url("api.cred.test", "/x"));
+        assertEquals("/x auth=none", r.stdout(), r.toString());
+    }
+
+    @Test
+    void secretsMustBeConfiguredAndGranted() {
+        EngineException unknown = assertThrows(EngineException.class, () -> open(List.of("aws")));
+        assertTrue(unknown.getMessage().contains("no secret binding 'aws' is available to you; available: gh"), unknown.getMessage());
+        Tenant bob = new Tenant("bob", Tenant.Quota.UNLIMITED);
+        EngineException denied = assertThrows(EngineException.class, () -> engine.open(bob,
+                new OpenRequest(null, "ephemeral", null, null, null, null, List.of("gh"))));
+        assertTrue(denied.getMessage().contains("no secret binding 'gh' is available to you; the operator has bound none"),
+                denied.getMessage());
+    }
+
+    @Test
+    void backgroundRun_placeholderLivesUntilTheProcessEnds() throws Exception {
+        String ws = open(List.of("gh"));
+        ProcessStatus p = engine.startBackground(Tenant.LOCAL, new RunRequest(ws,
+                "printf %s \"$GH_TOKEN\" > /workspace/bg-token; sleep 1; curl -sS --max-time 20 -H \"Authorization: Bearer $GH_TOKEN\" "
+                        + url("api.cred.test", "/bg"), null, Map.of(), null, null, null));
+        ProcessStatus done = engine.process(Tenant.LOCAL, ws, p.process(), 0L, 0L, 30, null, 65536);
+        StringBuilder out = new StringBuilder(done.stdout());
+        for (int i = 0; i < 10 && done.running(); i++) {
+            done = engine.process(Tenant.LOCAL, ws, p.process(), null, null, 30, null, 65536);
+            out.append(done.stdout());
+        }
+        assertTrue(out.toString().contains("/bg auth=bearer-real"), out + " " + done);
+        Thread.sleep(200); // the exit callback revokes on the agent's thread
+        RunResult after = sh(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/bg-token)\" "
+                + url("api.cred.test", "/after"), List.of());
+        assertEquals("403", after.stdout(), after.toString());
+    }
+
+    @Test
+    void parkedPersistentWorkspace_keepsItsBindingsOnResume() throws Exception {
+        engine.open(Tenant.LOCAL, new OpenRequest("keeper", "persistent", null, null, null, null, List.of("gh")));
+        engine.park(Tenant.LOCAL, "keeper");
+        RunResult r = sh("keeper", "curl -sS --max-time 20 -H \"Authorization: Bearer $GH_TOKEN\" " + url("api.cred.test", "/resumed"));
+        assertTrue(r.resumed(), r.toString());
+        assertEquals("/resumed auth=bearer-real", r.stdout(), r.toString());
+        EngineException other = assertThrows(EngineException.class, () -> engine.open(Tenant.LOCAL,
+                new OpenRequest("keeper", null, null, null, null, null, List.of())));
+        assertTrue(other.getMessage().contains("exists with secrets [gh]"), other.getMessage());
+        engine.closeWorkspace(Tenant.LOCAL, "keeper", true);
+    }
+}
