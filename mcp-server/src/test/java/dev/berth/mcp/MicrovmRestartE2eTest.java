@@ -29,7 +29,8 @@ class MicrovmRestartE2eTest {
             serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "vm-keep"));
             mcp.ok("run", Map.of("workspace", "vm-keep", "command",
-                    "echo on-disk > notes.txt; sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
+                    // written then renamed: a reader never sees the file truncated mid-write
+                    "echo on-disk > notes.txt; sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
             mcp.ok("run", Map.of("workspace", "vm-keep", "command", "sleep 1; cat /tmp/counter"));
         }
         ProcessHandle.of(serverPid).ifPresent(p -> p.onExit().orTimeout(60, TimeUnit.SECONDS).join());
