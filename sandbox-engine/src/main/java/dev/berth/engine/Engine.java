@@ -767,8 +767,7 @@ public final class Engine implements AutoCloseable {
         }
         String skipped = gone.isEmpty() ? null : "secret binding(s) " + String.join(", ", gone)
                 + " are no longer configured for you, so this run went without them";
-        if (names.isEmpty()) return new Credentials(null, new Runner.Injected(defaults, java.util.Map.of(), java.util.Map.of()), skipped);
-        dev.berth.proxy.CredentialGrant grant = ws.egress.mint(runId, names);
+        dev.berth.proxy.CredentialGrant grant = ws.egress.mint(runId, names); // null: nothing to mint, or no proxy
         if (grant == null) return new Credentials(null, new Runner.Injected(defaults, java.util.Map.of(), java.util.Map.of()), skipped);
         java.util.Map<String, String> byEnv = new java.util.HashMap<>();
         for (String n : names) byEnv.put(configured.get(n).env(), n);

@@ -33,7 +33,18 @@ final class TrustBundle {
         FileOps.write(agent, BUNDLE_FILE, bundle(caPem), false, 0644);
     }
 
+    /** The last bundle built, by CA: the host's roots are read once, not at every sandbox start. */
+    private static volatile Map.Entry<String, byte[]> cached;
+
     private static byte[] bundle(String caPem) {
+        Map.Entry<String, byte[]> c = cached;
+        if (c != null && c.getKey().equals(caPem)) return c.getValue();
+        byte[] b = build(caPem);
+        cached = Map.entry(caPem, b);
+        return b;
+    }
+
+    private static byte[] build(String caPem) {
         StringBuilder sb = new StringBuilder();
         for (Path p : HOST_BUNDLES) {
             try {
