@@ -34,6 +34,7 @@
 #define CAP_FILES 0x2u
 #define CAP_TUNNEL 0x4u
 #define CAP_GUEST_OPS 0x8u
+#define CAP_CONFINED_RUNS 0x10u
 #define EXEC_STDIN 0x1u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
@@ -111,6 +112,15 @@ int64_t exec_timers(int64_t now);                /* runs expired timers; returns
 int exec_count(void);
 /* a run's stdin buffer is above STDIN_HIGH and its child still reads: pause reading host frames (flow control) */
 int exec_stdin_blocking(int64_t now);
+
+/* ---- confined runs (confine.c) ---- */
+#include <sys/types.h>
+extern int g_isolate_runs;                       /* --isolate-runs */
+pid_t confine_clone(void);
+void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *arg) __attribute__((noreturn));
+int confine_command(void);
+void confine_agent(void);
+void confine_remember_args(int argc, char **argv);
 
 /* ---- files and guest operations (files.c) ---- */
 int files_handle(uint8_t type, uint32_t chan, struct rd *r);

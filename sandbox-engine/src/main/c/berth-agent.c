@@ -211,7 +211,8 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     g_backoff = RECONNECT_MIN_MS;
     logmsg("session %s: host '%s' version %u caps 0x%x", g_session_tag, name, version, caps);
     free(name);
-    uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0);
+    uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0);
     const char *build = BERTH_BUILD;
     size_t bl = strlen(build);
     unsigned char p[10];
@@ -361,7 +362,7 @@ static void describe(void) {
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -376,8 +377,8 @@ static void describe(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: berth-agent --connect unix:PATH [--proxy-port P]\n"
-            "       berth-agent --device PATH [--proxy-port P]\n"
+            "usage: berth-agent --connect unix:PATH [--proxy-port P] [--isolate-runs]\n"
+            "       berth-agent --device PATH [--proxy-port P] [--isolate-runs]\n"
             "       berth-agent --describe\n");
     exit(2);
 }
@@ -396,6 +397,8 @@ int main(int argc, char **argv) {
             }
             g_mode = MODE_CONNECT;
             g_target = t + 5;
+        } else if (!strcmp(argv[i], "--isolate-runs")) {
+            g_isolate_runs = 1;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             g_mode = MODE_DEVICE;
             g_target = argv[++i];
@@ -436,6 +439,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     exec_init();
+    if (g_isolate_runs) confine_agent();
+    confine_remember_args(argc, argv);
     if (proxy_port && tunnel_listen(proxy_port) < 0) return 1;
 
     g_in = malloc(g_in_cap);

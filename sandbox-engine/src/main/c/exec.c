@@ -30,6 +30,7 @@ struct proc {
     pid_t pid;
     int reaped, status;
     int fd_out, fd_err, fd_in;
+    int fd_status;         /* confined runs: the run init reports the command's wait status here */
     struct buf in;         /* STDIN bytes the child has not read yet */
     int in_close_pending;  /* empty STDIN seen: close the pipe once `in` is written */
     int64_t in_progress_at; /* last time the child took stdin bytes (or the buffer crossed STDIN_HIGH) */
@@ -101,6 +102,7 @@ static void finish(struct proc *p) {
     /* closing the read ends makes a background process that still holds them get EPIPE/SIGPIPE (spec) */
     close_fd(&p->fd_out);
     close_fd(&p->fd_err);
+    close_fd(&p->fd_status);
     close_stdin(p);
     for (struct proc **pp = &g_procs; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
@@ -254,6 +256,19 @@ static int rd_strv(struct rd *r, char ***out, size_t extra) {
 static void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 /* In the child between fork and exec. Only async-signal-safe calls plus what execvp needs. */
+struct child_args {
+    const char *cwd;
+    char **argv, **envp;
+    int in_r, out_w, err_w, st_w;
+};
+
+static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w, int err_w, int st_w);
+
+static void child_trampoline(void *a) {
+    struct child_args *c = a;
+    child(c->cwd, c->argv, c->envp, c->in_r, c->out_w, c->err_w, c->st_w);
+}
+
 static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w, int err_w, int st_w) {
     sigset_t none;
     sigemptyset(&none);
@@ -274,6 +289,10 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     umask(022);
     setrlimit(RLIMIT_NOFILE, &g_nofile);
     environ = envp; /* execvp searches the run's own PATH, as the spec says */
+    if (confine_command() < 0) {
+        dprintf(2, "berth-agent: confining the run: %s\n", strerror(errno));
+        _exit(126);
+    }
     execvp(argv[0], argv);
     dprintf(2, "berth-agent: exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -282,7 +301,7 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
 static void do_exec(uint32_t chan, struct rd *r) {
     uint32_t flags, timeout_ms;
     char *cwd = NULL, **argv = NULL, **envp = NULL;
-    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, pst[2] = {-1, -1};
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, pst[2] = {-1, -1}, pex[2] = {-1, -1};
     if (rd_u32(r, &flags) < 0 || rd_u32(r, &timeout_ms) < 0 || rd_cstr(r, &cwd) < 0 || rd_strv(r, &argv, 0) < 0 ||
         rd_strv(r, &envp, 1) < 0 || rd_left(r) != 0) {
         protocol_error("malformed EXEC payload on channel %u (%zu bytes)", chan, r->len);
@@ -315,13 +334,24 @@ static void do_exec(uint32_t chan, struct rd *r) {
         free(p);
         goto out;
     }
-    pid_t pid = fork();
+    if (g_isolate_runs && pipe2(pex, O_CLOEXEC) < 0) {
+        send_error(chan, errno, "creating pipes: %s", strerror(errno));
+        free(p);
+        goto out;
+    }
+    pid_t pid = g_isolate_runs ? confine_clone() : fork();
     if (pid < 0) {
         send_error(chan, errno, "fork: %s", strerror(errno));
         free(p);
         goto out;
     }
-    if (pid == 0) child(cwd, argv, envp, pin[0], pout[1], perr[1], pst[1]);
+    if (pid == 0) {
+        if (!g_isolate_runs) child(cwd, argv, envp, pin[0], pout[1], perr[1], pst[1]);
+        struct child_args ca = {cwd, argv, envp, pin[0], pout[1], perr[1], pst[1]};
+        close(pex[0]);
+        confine_init(pex[1], pst[1], child_trampoline, &ca);
+    }
+    close_fd(&pex[1]);
     close_fd(&pin[0]);
     close_fd(&pout[1]);
     close_fd(&perr[1]);
@@ -360,7 +390,8 @@ static void do_exec(uint32_t chan, struct rd *r) {
     p->fd_out = pout[0];
     p->fd_err = perr[0];
     p->fd_in = pin[1];
-    pin[1] = pout[0] = perr[0] = -1;
+    p->fd_status = pex[0];
+    pin[1] = pout[0] = perr[0] = pex[0] = -1;
     set_nonblock(p->fd_out);
     set_nonblock(p->fd_err);
     if (p->fd_in >= 0) set_nonblock(p->fd_in);
@@ -373,6 +404,8 @@ static void do_exec(uint32_t chan, struct rd *r) {
     put_u32(sp, (uint32_t)pid);
     send_frame(T_STARTED, chan, sp, sizeof sp);
 out:
+    close_fd(&pex[0]);
+    close_fd(&pex[1]);
     close_fd(&pst[0]);
     close_fd(&pin[0]);
     close_fd(&pin[1]);
@@ -518,6 +551,13 @@ void exec_on_sigchld(void) {
             if (p->pid == pid && !p->reaped) {
                 p->reaped = 1;
                 p->status = status;
+                if (p->fd_status >= 0) {
+                    /* a confined run: the init exited 0; the command's own status came first on the pipe */
+                    unsigned char b[4];
+                    ssize_t n = read(p->fd_status, b, sizeof b);
+                    if (n == 4) p->status = (int)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+                    close_fd(&p->fd_status);
+                }
                 p->grace_at = now_ms() + DRAIN_GRACE_MS;
                 maybe_finish(p);
                 break;

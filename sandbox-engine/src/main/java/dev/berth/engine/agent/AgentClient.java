@@ -80,6 +80,9 @@ public final class AgentClient implements AutoCloseable {
     /** Capability bits the agent announced in its HELLO. */
     public int agentCapabilities() { return agentCaps; }
 
+    /** Whether the agent runs every command confined below itself ({@code --isolate-runs}, HELLO cap CAP_CONFINED_RUNS). */
+    public boolean confinedRuns() { return (agentCaps & Protocol.CAP_CONFINED_RUNS) != 0; }
+
     /** Build id the agent announced in its HELLO. */
     public String agentName() { return agentName; }
 

@@ -37,6 +37,7 @@ final class Protocol {
     static final int CAP_FILES = 0x2;
     static final int CAP_TUNNEL = 0x4;
     static final int CAP_GUEST_OPS = 0x8;
+    static final int CAP_CONFINED_RUNS = 0x10;
     static final int EXEC_STDIN = 0x1;
     static final int WRITE_TRUNCATE = 0x1;
     static final int WRITE_APPEND = 0x2;

@@ -1,0 +1,222 @@
+/*
+ * Confined runs (--isolate-runs): every EXEC gets its own pid and mount namespace below the agent, a fresh /proc,
+ * no capabilities, the container-default seccomp filter and a lower priority than the agent. Code in a run then
+ * cannot name the agent (or the sandbox's pid 1) to signal or trace it, cannot see host paths in the agent's
+ * mounts, and everything it spawned dies with its run: the run's init is the namespace's pid 1.
+ *
+ *   agent --clone(NEWPID|NEWNS)--> run init (pid 1 inside) --fork--> the command (pid 2, setsid, exec)
+ *
+ * The run init reaps orphans, and when the command ends it sends its raw wait status to the agent on a pipe and
+ * exits: the kernel then kills whatever is left in the namespace. It ignores every signal it has no handler for
+ * (the rule for a pid namespace's init), so the agent's tree signals reach the command and its descendants only.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#endif
+
+int g_isolate_runs;
+static char *g_args;      /* the agent's argument strings (contiguous), so a run init can retitle itself */
+static size_t g_args_len;
+
+void confine_remember_args(int argc, char **argv) {
+    if (argc < 1) return;
+    g_args = argv[0];
+    g_args_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]);
+}
+
+/*
+ * System calls a run may not make: those Docker's default seccomp profile refuses to an unprivileged container
+ * (kernel modules, kexec, mounts and namespaces, keyrings, bpf, perf, userfaultfd, clock setting, swap, reboot,
+ * handle-based opens, io_uring, NUMA policy, accounting). Refused with EPERM; clone3 with ENOSYS so that libc falls
+ * back to clone, whose flags the filter can inspect. Other architectures' entry points (i386 int 0x80, x32) are
+ * refused as a whole, so a syscall number cannot be smuggled through them.
+ */
+static const int DENIED[] = {
+    SYS_acct, SYS_add_key, SYS_bpf, SYS_clock_adjtime, SYS_clock_settime, SYS_create_module, SYS_delete_module,
+    SYS_finit_module, SYS_get_kernel_syms, SYS_get_mempolicy, SYS_init_module, SYS_ioperm, SYS_iopl, SYS_kcmp,
+    SYS_kexec_file_load, SYS_kexec_load, SYS_keyctl, SYS_lookup_dcookie, SYS_mbind, SYS_mount, SYS_move_pages,
+    SYS_name_to_handle_at, SYS_nfsservctl, SYS_open_by_handle_at, SYS_perf_event_open, SYS_pivot_root,
+    SYS_query_module, SYS_quotactl, SYS_reboot, SYS_request_key, SYS_set_mempolicy, SYS_setns, SYS_settimeofday,
+    SYS_swapon, SYS_swapoff, SYS_sysfs, SYS__sysctl, SYS_umount2, SYS_unshare, SYS_uselib, SYS_userfaultfd,
+    SYS_ustat, SYS_vhangup, SYS_syslog, SYS_adjtimex,
+#ifdef SYS_io_uring_setup
+    SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
+#endif
+#ifdef SYS_fsopen
+    SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick, SYS_move_mount, SYS_open_tree,
+#endif
+#ifdef SYS_mount_setattr
+    SYS_mount_setattr,
+#endif
+#ifdef SYS_quotactl_fd
+    SYS_quotactl_fd,
+#endif
+};
+
+#define NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+#define NDENIED (sizeof DENIED / sizeof DENIED[0])
+
+static int install_seccomp(void) {
+    struct sock_filter f[NDENIED + 16];
+    size_t n = 0;
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    /* x32 system calls have bit 30 set */
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+#ifdef SYS_clone3
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+#endif
+    /* clone: no new namespaces (flags are the low word of the first argument on x86-64) */
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    /* the refused list: a match jumps to the EPERM return after the list */
+    for (size_t i = 0; i < NDENIED; i++) {
+        size_t to_deny = NDENIED - i; /* instructions between this one and the EPERM return, minus the ALLOW */
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)DENIED[i], (uint8_t)to_deny, 0);
+    }
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Drops every capability for good: bounding set, ambient, effective/permitted/inheritable, and root's exec rules. */
+static int drop_caps(void) {
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return -1;
+    }
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                  SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+        return -1;
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+/* In the command's process, right before exec: nothing the agent had survives into the run. */
+int confine_command(void) {
+    if (!g_isolate_runs) return 0;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
+    if (drop_caps() < 0) return -1;
+    return install_seccomp();
+}
+
+/* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
+static int run_mounts(void) {
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) return -1;
+    /* the agent's binary and host socket are none of the run's business (and their sources name host paths) */
+    umount2("/run/berth", MNT_DETACH);
+    umount2("/run/berth-agent", MNT_DETACH);
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) return -1;
+    /* the kernel knobs stay read-only, as in the sandbox's own /proc */
+    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+    for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
+        if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) == 0)
+            mount(NULL, ro[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    }
+    return 0;
+}
+
+/*
+ * Body of the run init (pid 1 of the run's namespace). `command` is called in the forked command process and does
+ * not return. Writes the command's raw wait status (4 bytes, big-endian) to `status_fd` and exits.
+ */
+void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *arg) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the agent is gone: so is the run */
+    /* the run sees its init as its pid 1: call it what it is rather than showing the agent's command line */
+    prctl(PR_SET_NAME, "berth-run-init");
+    if (g_args && g_args_len > 0) {
+        memset(g_args, 0, g_args_len);
+        strncpy(g_args, "berth-run-init", g_args_len);
+    }
+    if (run_mounts() < 0) {
+        unsigned char msg[5] = {'C'};
+        put_u32(msg + 1, (uint32_t)errno);
+        (void)!write(ready_fd, msg, sizeof msg);
+        _exit(126);
+    }
+    /* the agent answers the host first: a busy run must not slow it down (the command inherits this) */
+    setpriority(PRIO_PROCESS, 0, 5);
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, "500", 3); /* under memory pressure the run goes before the agent */
+        close(fd);
+    }
+    pid_t pid = fork();
+    if (pid < 0) _exit(127);
+    if (pid == 0) {
+        close(status_fd);
+        command(arg);
+        _exit(127);
+    }
+    /* keep only the status pipe: the run's pipes must reach EOF when its processes are gone */
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+    }
+    if (status_fd != 3) {
+        dup2(status_fd, 3);
+        status_fd = 3;
+    }
+    syscall(SYS_close_range, 4u, ~0u, 0u);
+    for (;;) {
+        int st;
+        pid_t w = wait(&st);
+        if (w < 0 && errno == EINTR) continue;
+        if (w == pid || w < 0) {
+            unsigned char b[4];
+            put_u32(b, (uint32_t)(w == pid ? st : (127 << 8)));
+            (void)!write(status_fd, b, sizeof b);
+            /* leaving kills everything still in the namespace, the backgrounded and the double-forked alike */
+            _exit(0);
+        }
+    }
+}
+
+/* Creates the run init in new pid + mount namespaces; like fork(), returns 0 in the child. */
+pid_t confine_clone(void) {
+    return (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+/* The agent itself: not dumpable, so nothing running as its uid can attach to it or read its memory. */
+void confine_agent(void) {
+    if (prctl(PR_SET_DUMPABLE, 0) < 0) logmsg("PR_SET_DUMPABLE: %s", strerror(errno));
+}
