@@ -29,6 +29,27 @@ final class Results {
         m.put("active_runs", w.activeRuns());
         m.put("egress_policy", w.egressPolicy());
         m.put("secrets", w.secrets());
+        m.put("resources", resources(w.resources()));
+        m.put("limits", w.limits().stream().map(Results::limit).toList());
+        return m;
+    }
+
+    static Map<String, Object> resources(dev.berth.engine.spi.Resources r) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("vcpus", r.vcpus());
+        m.put("memory_mib", r.memoryMiB());
+        m.put("disk_mib", r.diskMiB());
+        m.put("max_pids", r.maxPids());
+        return m;
+    }
+
+    static Map<String, Object> limit(dev.berth.engine.spi.Limit l) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", l.name());
+        m.put("value", l.value());
+        m.put("unit", l.unit());
+        m.put("enforced", l.enforced());
+        m.put("how", l.how());
         return m;
     }
 

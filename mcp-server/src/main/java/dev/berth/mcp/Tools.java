@@ -108,7 +108,7 @@ final class Tools {
             Args r = new Args(res);
             Resources d = Resources.DEFAULT;
             resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
-                    or(r.integer("disk_mib"), d.diskMiB()), d.maxPids());
+                    or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()));
         }
         return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
                 a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"))));

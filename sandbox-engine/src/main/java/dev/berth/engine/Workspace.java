@@ -73,7 +73,9 @@ final class Workspace {
     String label() { return name != null ? name : id; }
 
     WorkspaceInfo info() {
+        Sandbox sb = sandbox;
+        java.util.List<dev.berth.engine.spi.Limit> limits = sb != null && !sb.limits().isEmpty() ? sb.limits() : driver.limits(resources);
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, resources, limits);
     }
 }

@@ -24,6 +24,14 @@ public interface IsolationDriver {
     DriverCapabilities capabilities();
 
     /**
+     * The limits a sandbox with resources {@code r} would get on this host, each saying whether it would be
+     * enforced and how (for {@code berth doctor} and for parked workspaces). The default claims nothing.
+     */
+    default java.util.List<Limit> limits(Resources r) {
+        return Limit.noneEnforced(r, "this driver does not enforce resource limits");
+    }
+
+    /**
      * Starts a sandbox: fresh, from the workspace's own parked state, or forked from a snapshot (see
      * {@link StartRequest.Mode}). Returns once the guest agent has answered HELLO.
      *

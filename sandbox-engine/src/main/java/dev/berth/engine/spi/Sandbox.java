@@ -33,6 +33,14 @@ public interface Sandbox {
     /** Kills the sandbox at once. Its state directory is left as is; the runtime directory is cleaned. Idempotent. */
     void destroy();
 
+    /**
+     * The resource limits as set up for this sandbox, each saying whether it is enforced. The default claims
+     * nothing; drivers override it with what they actually did.
+     */
+    default java.util.List<Limit> limits() {
+        return java.util.List.of();
+    }
+
     /** True while the sandbox process is alive. */
     boolean isAlive();
 
