@@ -29,10 +29,13 @@ class FullDiskTest {
     void start() throws Exception {
         assumeTrue("root".equals(System.getProperty("user.name")), "mounting a tmpfs needs root");
         home = Files.createTempDirectory("berth-full-");
-        Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", home.toString()).inheritIO().start();
+        Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", home.toString()).inheritIO().start();
         assertEquals(0, p.waitFor());
         engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home))));
-        ws = engine.open(Tenant.LOCAL, OpenRequest.persistent("filler")).workspace().id();
+        // a 64 MiB workspace disk (an image, sparse) on a 100 MiB host filesystem: the workspace fills its disk, and then
+        // a snapshot (a second copy) does not fit on the host (random bytes: a copy of zeros would be sparse)
+        ws = engine.open(Tenant.LOCAL, new OpenRequest("filler", "persistent", null, null,
+                new dev.berth.engine.spi.Resources(1, 256, 64, 256))).workspace().id();
     }
 
     @AfterEach
@@ -47,7 +50,7 @@ class FullDiskTest {
     @Test
     void fullDisk_clearErrorsNothingLostAndRecoversAfterCleanup() throws Exception {
         engine.writeFile(Tenant.LOCAL, ws, "keep.txt", "precious\n".getBytes(StandardCharsets.UTF_8), false, null);
-        RunResult fill = engine.run(Tenant.LOCAL, RunRequest.of(ws, "dd if=/dev/zero of=/workspace/fill bs=1M count=64"), OutputListener.NONE);
+        RunResult fill = engine.run(Tenant.LOCAL, RunRequest.of(ws, "dd if=/dev/urandom of=/workspace/fill bs=1M count=200"), OutputListener.NONE);
         assertNotEquals(0, fill.exitCode());
         assertTrue(fill.stderr().contains("No space left on device"), fill.stderr());
 

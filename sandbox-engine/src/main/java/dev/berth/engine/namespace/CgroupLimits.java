@@ -1,5 +1,6 @@
 package dev.berth.engine.namespace;
 
+import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,47 +9,88 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Memory, process-count and freezer control for a namespace workspace through cgroups, where the host lets Berth
- * use them (root, cgroup v1 controllers mounted, or cgroup v2 with the controllers enabled). Where it does not, the
- * limits are reported as not enforced rather than pretended. Thread-safe (stateless; paths per workspace).
+ * CPU, memory, process-count and freezer control for a namespace workspace through cgroups (v1 controllers where the
+ * host mounts them, else v2 with the controllers enabled), where the host lets Berth write them. What could not be
+ * set is reported as not enforced, with the reason, rather than pretended. Thread-safe (stateless; paths per
+ * workspace).
+ *
+ * @param groups  the cgroup directories a sandbox process must join
+ * @param freezer the group whose freezer stops every process of the workspace, or null
+ * @param limits  cpu, memory and pids as set up (disk and io are the driver's business)
  */
-record CgroupLimits(List<Path> groups, Path freezer, String enforced) {
+record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
     private static final Path ROOT = Path.of("/sys/fs/cgroup");
+    private static final long PERIOD_US = 100_000;
 
-    /** Creates the groups and writes the limits; returns which paths a process must join. */
+    /** No cgroups at all (Berth is not root, or the host offers none). */
+    static CgroupLimits none(Resources r, String why) {
+        return new CgroupLimits(List.of(), null, List.of(Limit.notEnforced("cpu", r.vcpus(), "vcpus", why),
+                Limit.notEnforced("memory", r.memoryMiB(), "MiB", why), Limit.notEnforced("pids", r.maxPids(), "processes", why)));
+    }
+
+    /** Which cgroup layout the host has, for {@code berth doctor} and for the limits a workspace would get. */
+    static String hierarchy() {
+        if (Files.isDirectory(ROOT.resolve("memory")) && Files.isDirectory(ROOT.resolve("pids"))) return "v1";
+        if (Files.exists(ROOT.resolve("cgroup.controllers"))) return "v2";
+        return "none";
+    }
+
+    /** Creates the groups and writes the limits; returns which paths a process must join and what holds. */
     static CgroupLimits create(String workspaceId, Resources r) {
         List<Path> groups = new ArrayList<>();
-        List<String> done = new ArrayList<>();
+        List<Limit> limits = new ArrayList<>();
         Path freezer = null;
-        if (Files.isDirectory(ROOT.resolve("memory")) && Files.isDirectory(ROOT.resolve("pids"))) {
-            // cgroup v1 (or hybrid): one group per controller
-            Path mem = ROOT.resolve("memory/berth").resolve(workspaceId);
-            Path pids = ROOT.resolve("pids/berth").resolve(workspaceId);
-            Path frz = ROOT.resolve("freezer/berth").resolve(workspaceId);
-            if (write(mem, "memory.limit_in_bytes", String.valueOf((long) r.memoryMiB() << 20))) {
-                groups.add(mem);
-                done.add("memory " + r.memoryMiB() + " MiB");
+        long memBytes = (long) r.memoryMiB() << 20;
+        long quota = r.vcpus() * PERIOD_US;
+        switch (hierarchy()) {
+            case "v1" -> {
+                // one group per controller
+                Path cpu = ROOT.resolve("cpu/berth").resolve(workspaceId);
+                Path mem = ROOT.resolve("memory/berth").resolve(workspaceId);
+                Path pids = ROOT.resolve("pids/berth").resolve(workspaceId);
+                Path frz = ROOT.resolve("freezer/berth").resolve(workspaceId);
+                if (write(cpu, "cpu.cfs_period_us", String.valueOf(PERIOD_US)) && write(cpu, "cpu.cfs_quota_us", String.valueOf(quota))) {
+                    groups.add(cpu);
+                    limits.add(Limit.enforced("cpu", r.vcpus(), "vcpus", "cgroup v1 cpu: cfs_quota_us " + quota + " per " + PERIOD_US));
+                } else {
+                    limits.add(Limit.notEnforced("cpu", r.vcpus(), "vcpus", "the cgroup v1 cpu controller is not writable here"));
+                }
+                if (write(mem, "memory.limit_in_bytes", String.valueOf(memBytes))) {
+                    groups.add(mem);
+                    limits.add(Limit.enforced("memory", r.memoryMiB(), "MiB", "cgroup v1 memory.limit_in_bytes (includes /tmp, a tmpfs)"));
+                } else {
+                    limits.add(Limit.notEnforced("memory", r.memoryMiB(), "MiB", "the cgroup v1 memory controller is not writable here"));
+                }
+                if (write(pids, "pids.max", String.valueOf(r.maxPids()))) {
+                    groups.add(pids);
+                    limits.add(Limit.enforced("pids", r.maxPids(), "processes", "cgroup v1 pids.max"));
+                } else {
+                    limits.add(Limit.notEnforced("pids", r.maxPids(), "processes", "the cgroup v1 pids controller is not writable here"));
+                }
+                if (Files.isDirectory(ROOT.resolve("freezer")) && mkdirs(frz)) {
+                    groups.add(frz);
+                    freezer = frz;
+                }
             }
-            if (write(pids, "pids.max", String.valueOf(r.maxPids()))) {
-                groups.add(pids);
-                done.add("pids " + r.maxPids());
+            case "v2" -> {
+                Path g = ROOT.resolve("berth").resolve(workspaceId);
+                boolean cpu = write(g, "cpu.max", quota + " " + PERIOD_US);
+                boolean mem = write(g, "memory.max", String.valueOf(memBytes));
+                boolean pids = write(g, "pids.max", String.valueOf(r.maxPids()));
+                String no = "the cgroup v2 controller is not enabled for Berth's group (cgroup.subtree_control)";
+                limits.add(cpu ? Limit.enforced("cpu", r.vcpus(), "vcpus", "cgroup v2 cpu.max") : Limit.notEnforced("cpu", r.vcpus(), "vcpus", no));
+                limits.add(mem ? Limit.enforced("memory", r.memoryMiB(), "MiB", "cgroup v2 memory.max") : Limit.notEnforced("memory", r.memoryMiB(), "MiB", no));
+                limits.add(pids ? Limit.enforced("pids", r.maxPids(), "processes", "cgroup v2 pids.max") : Limit.notEnforced("pids", r.maxPids(), "processes", no));
+                if (Files.isDirectory(g)) {
+                    groups.add(g);
+                    freezer = g;
+                }
             }
-            if (Files.isDirectory(ROOT.resolve("freezer")) && mkdirs(frz)) {
-                groups.add(frz);
-                freezer = frz;
-            }
-        } else if (Files.exists(ROOT.resolve("cgroup.controllers"))) {
-            Path g = ROOT.resolve("berth").resolve(workspaceId);
-            boolean mem = write(g, "memory.max", String.valueOf((long) r.memoryMiB() << 20));
-            boolean pids = write(g, "pids.max", String.valueOf(r.maxPids()));
-            if (mem || pids) {
-                groups.add(g);
-                if (mem) done.add("memory " + r.memoryMiB() + " MiB");
-                if (pids) done.add("pids " + r.maxPids());
-                freezer = g;
+            default -> {
+                return none(r, "no cgroup hierarchy is mounted at " + ROOT);
             }
         }
-        return new CgroupLimits(groups, freezer, done.isEmpty() ? "none (no writable cgroups on this host)" : String.join(", ", done));
+        return new CgroupLimits(groups, freezer, limits);
     }
 
     /** Freezes (true) or thaws (false) every process of the workspace. Returns false where no freezer is available. */
@@ -74,9 +116,23 @@ record CgroupLimits(List<Path> groups, Path freezer, String enforced) {
         }
     }
 
+    /** Kills every process left in the workspace's pids group (a sandbox torn down uncleanly), then removes the groups. */
+    static void killAndRemove(String workspaceId) {
+        Path procs = ROOT.resolve("pids/berth").resolve(workspaceId).resolve("cgroup.procs");
+        if (!Files.exists(procs)) procs = ROOT.resolve("berth").resolve(workspaceId).resolve("cgroup.procs");
+        try {
+            for (String pid : Files.readAllLines(procs)) {
+                if (!pid.isBlank()) ProcessHandle.of(Long.parseLong(pid.strip())).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        } catch (IOException | NumberFormatException ignored) {
+            // no such group: nothing left
+        }
+        removeFor(workspaceId);
+    }
+
     /** Removes the groups of a workspace (all its processes must be gone). Quiet: a leftover empty group is harmless. */
     static void removeFor(String workspaceId) {
-        for (String c : List.of("memory/berth", "pids/berth", "freezer/berth", "berth")) {
+        for (String c : List.of("cpu/berth", "memory/berth", "pids/berth", "freezer/berth", "berth")) {
             Path g = ROOT.resolve(c).resolve(workspaceId);
             try {
                 Files.deleteIfExists(g);

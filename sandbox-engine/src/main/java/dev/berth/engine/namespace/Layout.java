@@ -10,53 +10,105 @@ import java.util.List;
  * The writable layer of a namespace workspace on disk, and how it is mounted.
  *
  * <pre>
- * state/workspace  -> /workspace   the project (default cwd)
- * state/home       -> /root        $HOME: dotfiles, caches, ~/.npm, ~/.cache/pip
- * state/usr-local  -> /usr/local   global installs (npm -g, pip without --user)
- * state/var        -> /var         /var/tmp, /var/lib of tools that want it
- * runtime/sock/    -> /run/berth   the agent's socket (host side listens)
+ * layer/workspace  -> /workspace   the project (default cwd)
+ * layer/home       -> /root        $HOME: dotfiles, caches, ~/.npm, ~/.cache/pip
+ * layer/usr-local  -> /usr/local   global installs (npm -g, pip without --user)
+ * layer/var        -> /var         /var/tmp, /var/lib of tools that want it
+ * layer/.berth/    -> /etc, /run/berth-agent   (image layout: root-owned copies, refreshed at every start)
+ * layer/.berth-sock/ (image) or runtime/sock/ -> /run/berth   the agent's socket (host side listens)
  * </pre>
  *
+ * The layer is a size-limited ext4 image ({@code state/disk.ext4}, mounted on {@code runtime/disk}; see
+ * {@link DiskImage}) when Berth is root; otherwise, and for workspaces created before images, plain directories
+ * in {@code state/} (no disk quota, and bind sources show host paths in the sandbox's mount table).
  * Everything else is read-only or a fresh tmpfs ({@code /tmp}, cleared on every start, like a reboot).
  */
-record Layout(Path state, Path runtime, String workspaceId, int uid) {
+record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB) {
     static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
 
     static Layout of(StartRequest r) {
         return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(),
-                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1);
+                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB());
     }
 
-    Path socketDir() { return runtime.resolve("sock"); }
+    /** In the image layout the socket lives inside the image too, so its bind names no host path. */
+    Path socketDir() { return usesImage() ? mountPoint().resolve(".berth-sock") : runtime.resolve("sock"); }
     Path socket() { return socketDir().resolve("agent.sock"); }
+    Path image() { return state.resolve(DiskImage.FILE); }
+    Path mountPoint() { return runtime.resolve("disk"); }
 
+    /** Whether the writable layer is an image (quota enforced, no host paths inside). */
+    boolean usesImage() { return Files.exists(image()); }
+
+    /** Where {@link #DIRS} live: the mounted image, or the state directory. */
+    Path layer() { return usesImage() ? mountPoint() : state; }
+
+    /** A new workspace: an image when Berth can mount one, else directories. */
     void createFresh() throws IOException {
-        for (String d : DIRS) Files.createDirectories(state.resolve(d));
+        if (uid >= 0) DiskImage.create(image(), diskMiB, uid);
+        prepare();
+    }
+
+    /**
+     * Makes the layer usable: mounts the image (if any), creates missing directories (idempotent: fills in what a
+     * crash may have left out) and gives them to the workspace's uid.
+     */
+    void prepare() throws IOException {
+        checkReachable(state);
+        checkReachable(runtime);
+        if (usesImage()) DiskImage.mount(image(), mountPoint());
         Files.createDirectories(socketDir());
-        checkReachable();
-        chownForSandbox(state);
+        Path layer = layer();
+        for (String d : DIRS) Files.createDirectories(layer.resolve(d));
+        if (uid >= 0 && usesImage()) {
+            // in an image only the directories made here can have another owner (the sandbox writes as its uid)
+            List<String> cmd = new java.util.ArrayList<>(List.of("chown", "--no-dereference", uid + ":" + uid));
+            for (String d : DIRS) cmd.add(layer.resolve(d).toString());
+            NamespaceDriver.exec(cmd.toArray(String[]::new));
+        }
         chownForSandbox(socketDir());
         // only this workspace's uid may enter its layer: another workspace that escaped its namespaces finds it shut
         var owner = java.nio.file.attribute.PosixFilePermissions.fromString("rwx------");
-        Files.setPosixFilePermissions(state, owner);
+        if (!usesImage()) {
+            chownForSandbox(state);
+            Files.setPosixFilePermissions(state, owner);
+        }
         Files.setPosixFilePermissions(socketDir(), owner);
     }
 
-    /** The sandbox runs as another uid: every directory above its layer must let others pass through. */
-    void checkReachable() throws IOException {
+    /** Copies the shared read-only parts into the image so their bind sources name no host path. */
+    void installBase(Path etc, Path agent) throws IOException {
+        Path base = layer().resolve(".berth");
+        if (Files.exists(base)) NamespaceDriver.exec("rm", "-rf", base.toString());
+        Files.createDirectories(base);
+        NamespaceDriver.exec("cp", "-a", etc.toString(), base.resolve("etc").toString());
+        NamespaceDriver.exec("cp", agent.toString(), base.resolve("berth-agent").toString());
+        NamespaceDriver.exec("chown", "-R", "0:0", base.toString());
+        NamespaceDriver.exec("chmod", "0755", base.toString(), base.resolve("berth-agent").toString());
+    }
+
+    /** The sandbox runs as another uid: every directory above {@code dir} must let others pass through. */
+    void checkReachable(Path dir) throws IOException {
         if (uid < 0) return;
-        for (Path p = state.toAbsolutePath().getParent(); p != null; p = p.getParent()) {
+        for (Path p = dir.toAbsolutePath().getParent(); p != null; p = p.getParent()) {
             var perms = Files.getPosixFilePermissions(p);
             if (!perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_EXECUTE)) {
-                throw new IOException("workspace sandboxes run as their own uid and cannot reach " + state + ": directory "
+                throw new IOException("workspace sandboxes run as their own uid and cannot reach " + dir + ": directory "
                         + p + " is not traversable by others; chmod o+x it or choose another --home");
             }
         }
     }
 
+    /** A fork: the snapshot's files, given to this workspace's uid (the snapshot's workspace had its own). */
     void copyFrom(Path snapshotState) throws IOException {
         copyTree(snapshotState, state);
-        createFresh();
+        prepare();
+        if (usesImage()) for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
+    }
+
+    /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
+    void release() {
+        DiskImage.unmount(mountPoint());
     }
 
     /** Gives the tree to the workspace's own uid (root only), so the sandbox can write its layer and nothing else. */

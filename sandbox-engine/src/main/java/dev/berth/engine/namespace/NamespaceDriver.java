@@ -11,6 +11,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import java.util.ArrayList;
+import java.util.List;
+import dev.berth.engine.spi.Limit;
+import dev.berth.engine.spi.Resources;
 
 /**
  * Isolation on the shared host kernel with bubblewrap: user, pid, mount, ipc, uts, cgroup and network namespaces,
@@ -72,12 +76,18 @@ public final class NamespaceDriver implements IsolationDriver {
             Path agent = AgentBinary.extract(home.resolve("images"));
             Path etc = BaseEtc.prepare(home.resolve("images"));
             Layout layout = Layout.of(request);
-            switch (request.mode()) {
-                case StartRequest.Fresh f -> layout.createFresh();
-                case StartRequest.Resume r -> layout.createFresh(); // idempotent: fills in what a crash may have left out
-                case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+            try {
+                switch (request.mode()) {
+                    case StartRequest.Fresh f -> layout.createFresh();
+                    case StartRequest.Resume r -> layout.prepare(); // idempotent: fills in what a crash may have left out
+                    case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+                }
+                if (layout.usesImage()) layout.installBase(etc, agent);
+                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request);
+            } catch (IOException | SandboxException | RuntimeException e) {
+                layout.release();
+                throw e;
             }
-            return NamespaceSandbox.launch(bwrap, agent, etc, layout, request);
         } catch (IOException e) {
             throw new SandboxException("preparing the namespace sandbox failed: " + e.getMessage(), e);
         }
@@ -85,8 +95,47 @@ public final class NamespaceDriver implements IsolationDriver {
 
     @Override
     public void cleanupRuntime(Path runtimeDir) {
-        // The sandbox dies with the server (--die-with-parent); only cgroups can be left behind.
-        CgroupLimits.removeFor(runtimeDir.getFileName().toString());
+        // The sandbox dies with the server (--die-with-parent); left behind can be the image mount (detached first:
+        // the engine deletes the runtime directory next, and must not reach the workspace's files through it) and
+        // the cgroups.
+        DiskImage.unmount(runtimeDir.resolve("disk"));
+        CgroupLimits.killAndRemove(runtimeDir.getFileName().toString());
+    }
+
+    @Override
+    public List<Limit> limits(Resources r) {
+        boolean root = HostIdentity.isRoot();
+        List<Limit> out = new ArrayList<>(root ? predicted(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
+        out.add(root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
+                : Limit.notEnforced("disk", r.diskMiB(), "MiB", "Berth is not root: no loop mount, the layer is a plain directory"));
+        out.add(NamespaceSandbox.IO_LIMIT);
+        return out;
+    }
+
+    /** What {@link CgroupLimits#create} would give on this host, without creating anything. */
+    private static List<Limit> predicted(Resources r) {
+        String h = CgroupLimits.hierarchy();
+        if (h.equals("none")) return CgroupLimits.none(r, "no cgroup hierarchy is mounted").limits();
+        Path root = Path.of("/sys/fs/cgroup");
+        boolean v1 = h.equals("v1");
+        java.util.function.Function<String, Boolean> ok = c -> v1 ? Files.isWritable(root.resolve(c))
+                : readable(root.resolve("cgroup.subtree_control")).contains(c);
+        List<Limit> out = new ArrayList<>();
+        out.add(ok.apply("cpu") ? Limit.enforced("cpu", r.vcpus(), "vcpus", "cgroup " + h + " cpu quota")
+                : Limit.notEnforced("cpu", r.vcpus(), "vcpus", "the cgroup " + h + " cpu controller is not available to Berth"));
+        out.add(ok.apply("memory") ? Limit.enforced("memory", r.memoryMiB(), "MiB", "cgroup " + h + " memory limit")
+                : Limit.notEnforced("memory", r.memoryMiB(), "MiB", "the cgroup " + h + " memory controller is not available to Berth"));
+        out.add(ok.apply("pids") ? Limit.enforced("pids", r.maxPids(), "processes", "cgroup " + h + " pids.max")
+                : Limit.notEnforced("pids", r.maxPids(), "processes", "the cgroup " + h + " pids controller is not available to Berth"));
+        return out;
+    }
+
+    private static String readable(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (IOException e) {
+            return "";
+        }
     }
 
     @Override

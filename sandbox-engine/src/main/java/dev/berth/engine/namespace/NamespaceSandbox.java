@@ -1,6 +1,7 @@
 package dev.berth.engine.namespace;
 
 import dev.berth.engine.agent.AgentClient;
+import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
@@ -32,6 +33,10 @@ final class NamespaceSandbox implements Sandbox {
     private final Layout layout;
     private final CgroupLimits limits;
 
+    /** Berth sets no I/O bandwidth limit on any level yet; disk space is bounded by the disk limit. */
+    static final Limit IO_LIMIT = Limit.notEnforced("io", 0, "MiB/s",
+            "no I/O bandwidth limit is set (cgroup v1 blkio cannot throttle buffered writes); disk space is bounded by the disk limit");
+
     private NamespaceSandbox(Process process, AgentClient agent, Layout layout, CgroupLimits limits) {
         this.process = process;
         this.agent = agent;
@@ -39,11 +44,23 @@ final class NamespaceSandbox implements Sandbox {
         this.limits = limits;
     }
 
+    @Override
+    public List<Limit> limits() {
+        List<Limit> out = new ArrayList<>(limits.limits());
+        out.add(layout.usesImage()
+                ? Limit.enforced("disk", layout.diskMiB(), "MiB", "a size-limited ext4 image (loop mount); writes beyond it get ENOSPC")
+                : Limit.notEnforced("disk", layout.diskMiB(), "MiB", HostIdentity.isRoot()
+                        ? "this workspace was created before disk images: its layer is a plain directory"
+                        : "Berth is not root: no loop mount, the layer is a plain directory"));
+        out.add(IO_LIMIT);
+        return out;
+    }
+
     static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req)
             throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
         CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources())
-                : new CgroupLimits(List.of(), null, "none (Berth is not root)");
+                : CgroupLimits.none(req.resources(), "Berth is not root: it cannot create cgroups");
         Process p = null;
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(layout.socket()));
@@ -123,6 +140,10 @@ final class NamespaceSandbox implements Sandbox {
         c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--uid", "0", "--gid", "0", "--hostname", "workspace",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
+        // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
+        // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
+        // pid and mount namespace with a fresh /proc, SETPCAP to empty the run's bounding set.
+        c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
         // read-only base
         c.addAll(List.of("--ro-bind", "/usr", "/usr"));
         for (String l : List.of("bin", "lib", "lib64", "sbin")) {
@@ -132,22 +153,24 @@ final class NamespaceSandbox implements Sandbox {
                 c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
             }
         }
-        c.addAll(List.of("--ro-bind", etc.toString(), "/etc"));
+        Path s = layout.layer();
+        boolean image = layout.usesImage();
+        // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
+        c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
         c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));
         // per-workspace writable layer
-        Path s = layout.state();
         c.addAll(List.of("--bind", s.resolve("workspace").toString(), "/workspace"));
         c.addAll(List.of("--bind", s.resolve("home").toString(), "/root"));
         c.addAll(List.of("--bind", s.resolve("usr-local").toString(), "/usr/local"));
         c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
         // the agent and its socket
-        c.addAll(List.of("--tmpfs", "/run", "--ro-bind", agentBin.toString(), "/run/berth-agent",
+        c.addAll(List.of("--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
                 "--bind", layout.socketDir().toString(), "/run/berth"));
         c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
         c.addAll(List.of("--disable-userns", "--"));
-        c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
+        c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock", "--isolate-runs"));
         if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
         return c;
     }
@@ -173,13 +196,19 @@ final class NamespaceSandbox implements Sandbox {
         } catch (IOException e) {
             throw new SandboxException("the agent did not sync the workspace before the snapshot: " + e.getMessage(), e);
         }
-        // freeze every process so the copy is consistent (no half-written files); thaw whatever happens
+        // freeze every process so the copy is consistent (no half-written files), and the image's filesystem so
+        // that its file is (flushed, journal committed); thaw whatever happens
         boolean frozen = limits.freeze(true);
+        boolean fsFrozen = layout.usesImage() && DiskImage.freeze(layout.mountPoint());
         try {
+            if (layout.usesImage() && !fsFrozen) {
+                throw new SandboxException("could not freeze the workspace's filesystem for a consistent snapshot (fsfreeze failed)");
+            }
             Layout.copyTree(layout.state(), snapshotStateDir);
         } catch (IOException e) {
             throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);
         } finally {
+            if (fsFrozen) DiskImage.thaw(layout.mountPoint());
             if (frozen) limits.freeze(false);
         }
         return new ParkOutcome(false, Trees.bytes(snapshotStateDir), (System.nanoTime() - t0) / 1_000_000);
@@ -189,6 +218,7 @@ final class NamespaceSandbox implements Sandbox {
     public void destroy() {
         agent.close();
         kill(process);
+        layout.release();
         CgroupLimits.removeFor(layout.workspaceId());
     }
 

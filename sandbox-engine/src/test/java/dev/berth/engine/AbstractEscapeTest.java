@@ -1,0 +1,316 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Limit;
+import dev.berth.engine.spi.Resources;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Hostile code inside a workspace tries to get out, to reach its own agent, or to exhaust the host: the same cases
+ * on every isolation driver (one subclass per driver). Each case makes a real attempt from inside a real sandbox
+ * and checks that it fails for the reason the boundary gives. Limits are checked against what the workspace
+ * reports: a limit reported as enforced must hold; one reported as not enforced is skipped with that reason (and
+ * the report itself is checked, so nothing is claimed that does not hold).
+ *
+ * <p>The small workspace has {@link #LIMITS}: 1 vCPU, 256 MiB, 64 MiB of disk, 64 processes.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class AbstractEscapeTest {
+    protected static final Resources LIMITS = new Resources(1, 256, 64, 64);
+
+    protected Path home;
+    protected Path hostSecret;
+    protected Engine engine;
+    protected String ws;
+    protected String other;
+    protected WorkspaceInfo info;
+    protected ServerSocket hostService;
+
+    /** The driver under test, with its state under {@code home}. */
+    protected abstract IsolationDriver driver(Path home) throws Exception;
+
+    @BeforeAll
+    void start() throws Exception {
+        home = Files.createTempDirectory("berth-escape-");
+        Files.setPosixFilePermissions(home, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        hostSecret = Files.createTempFile("berth-host-secret-", ".txt");
+        Files.writeString(hostSecret, "TOP-SECRET");
+        hostService = new ServerSocket(0, 10, InetAddress.getLoopbackAddress());
+        IsolationDriver d = driver(home);
+        assumeTrue(d.probe().available(), () -> d.name() + " cannot run here: " + d.probe().reason());
+        engine = Engine.start(EngineConfig.defaults(home, List.of(d)));
+        info = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace();
+        ws = info.id();
+        other = engine.open(Tenant.LOCAL, OpenRequest.persistent("neighbour")).workspace().id();
+        assertEquals(0, run(other, "echo neighbour-data > /workspace/private.txt", 30).exitCode());
+    }
+
+    @AfterAll
+    void stop() throws IOException {
+        if (engine != null) engine.close();
+        if (hostService != null) hostService.close();
+        if (hostSecret != null) Files.deleteIfExists(hostSecret);
+        if (home != null) dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    protected RunResult run(String workspace, String cmd, int timeoutS) throws EngineException {
+        return engine.run(Tenant.LOCAL, new RunRequest(workspace, cmd, null, Map.of(), timeoutS, null, null), OutputListener.NONE);
+    }
+
+    protected RunResult sh(String cmd) throws EngineException {
+        return run(ws, cmd, 60);
+    }
+
+    protected Limit limit(String name) {
+        return info.limits().stream().filter(l -> l.name().equals(name)).findFirst()
+                .orElseThrow(() -> new AssertionError("no '" + name + "' limit reported: " + info.limits()));
+    }
+
+    /** Runs the rest of a case only where the workspace reports the limit enforced; otherwise skipped with the reason. */
+    protected void assumeEnforced(String name) {
+        Limit l = limit(name);
+        assumeTrue(l.enforced(), () -> name + " limit reported as not enforced here: " + l.how());
+    }
+
+    // ---------------------------------------------------------------- reporting
+
+    @Test
+    void limits_everyResourceReported_withMechanismOrReason() {
+        assertEquals(Limit.NAMES, info.limits().stream().map(Limit::name).toList());
+        for (Limit l : info.limits()) assertFalse(l.how().isBlank(), l.name() + " has no explanation");
+        assertEquals(LIMITS.memoryMiB(), limit("memory").value());
+        assertEquals(LIMITS.maxPids(), limit("pids").value());
+        assertEquals(LIMITS.diskMiB(), limit("disk").value());
+    }
+
+    // ---------------------------------------------------------------- the agent
+
+    /**
+     * Reported against the namespace driver before runs were confined: {@code kill -STOP 2} (then the agent) hung the
+     * call and every later one. Now pid 1 is the run's own init (immune to its signals) and pid 2 the run itself.
+     */
+    @Test
+    void agent_stoppedOrKilledFromARun_keepsServing() throws Exception {
+        RunResult r = run(ws, "kill -STOP 1; kill -KILL 1; echo tried", 20);
+        assertTrue(r.stdout().contains("tried"), r.toString());
+        RunResult self = run(ws, "kill -STOP 2; echo not-stopped", 3);
+        assertTrue(self.timedOut() || self.stdout().contains("not-stopped"), self.toString());
+        long t0 = System.nanoTime();
+        assertEquals("alive\n", run(ws, "echo alive", 10).stdout());
+        assertTrue(System.nanoTime() - t0 < 5_000_000_000L, "the next run took " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    }
+
+    @Test
+    void agent_notVisibleToRuns() throws Exception {
+        RunResult r = sh("for p in /proc/[0-9]*; do echo \"${p#/proc/} $(cat $p/comm 2>/dev/null) $(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\"; done");
+        assertFalse(r.stdout().contains("--connect"), "the agent is visible to a run:\n" + r.stdout());
+        assertFalse(r.stdout().contains("bwrap"), "the sandbox's pid 1 is visible to a run:\n" + r.stdout());
+        assertFalse(r.stdout().contains("runsc"), "the runtime is visible to a run:\n" + r.stdout());
+    }
+
+    @Test
+    void ptrace_ofPid1_refused() throws Exception {
+        String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nres = []\n"
+                + "for pid in [1]:\n"
+                + "    rc = libc.ptrace(16, pid, 0, 0)\n    res.append('%d:%s' % (pid, 'ATTACHED' if rc == 0 else os.strerror(ctypes.get_errno())))\n"
+                + "print(' '.join(res))\n";
+        RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "python3 -", null, Map.of(), 30, py, null), OutputListener.NONE);
+        assertEquals(0, r.exitCode(), r.toString());
+        assertFalse(r.stdout().contains("1:ATTACHED"), "a run attached to its pid 1: " + r.stdout());
+    }
+
+    @Test
+    void backgroundedProcesses_endWithTheirRun() throws Exception {
+        RunResult r = sh("(sleep 1234 &) ; setsid sh -c 'sleep 1235' </dev/null >/dev/null 2>&1 & echo started");
+        assertEquals("started\n", r.stdout());
+        RunResult after = sh("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '");
+        assertFalse(after.stdout().contains("sleep 123"), "a backgrounded process outlived its run: " + after.stdout());
+    }
+
+    // ---------------------------------------------------------------- privileges
+
+    @Test
+    void privilegedOperations_refused() throws Exception {
+        assertNotEquals(0, sh("mount -t tmpfs none /mnt").exitCode(), "mount succeeded");
+        assertNotEquals(0, sh("unshare -U true").exitCode(), "new user namespace allowed");
+        assertNotEquals(0, sh("unshare -m true").exitCode(), "new mount namespace allowed");
+        RunResult caps = sh("grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/self/status");
+        for (String line : caps.stdout().strip().split("\n")) assertTrue(line.endsWith("0000000000000000"), caps.stdout());
+        assertNotEquals(0, sh("chroot / true").exitCode(), "chroot allowed");
+    }
+
+    @Test
+    void seccompFilter_installedForRuns() throws Exception {
+        RunResult r = sh("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status");
+        assertTrue(r.stdout().contains("Seccomp:\t2"), r.stdout());
+        assertTrue(r.stdout().contains("NoNewPrivs:\t1"), r.stdout());
+        String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                + "for name, nr in [('keyctl', 250), ('bpf', 321), ('userfaultfd', 323), ('perf_event_open', 298)]:\n"
+                + "    rc = libc.syscall(nr, 0, 0, 0, 0, 0)\n    print(name, rc, os.strerror(ctypes.get_errno()))\n";
+        RunResult s = engine.run(Tenant.LOCAL, new RunRequest(ws, "python3 -", null, Map.of(), 30, py, null), OutputListener.NONE);
+        for (String line : s.stdout().strip().split("\n")) assertTrue(line.endsWith("-1 Operation not permitted"), s.stdout());
+    }
+
+    // ---------------------------------------------------------------- host and neighbours
+
+    @Test
+    void hostFiles_notVisible() throws Exception {
+        RunResult r = sh("cat " + hostSecret + "; cat /etc/shadow; ls /home /mnt /srv /opt /boot 2>&1; cat /root/.bash_history");
+        assertFalse(r.stdout().contains("TOP-SECRET"), r.stdout());
+    }
+
+    @Test
+    void hostPaths_notInMountTableOrProcesses() throws Exception {
+        RunResult r = sh("cat /proc/self/mountinfo /proc/1/mountinfo; ps -ef 2>/dev/null || true; cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
+        String cwd = Path.of("").toAbsolutePath().toString();
+        for (String hostPath : List.of(home.toString(), cwd, "/work/", System.getProperty("java.home"))) {
+            assertFalse(r.stdout().contains(hostPath), "host path " + hostPath + " visible inside:\n" + r.stdout());
+        }
+    }
+
+    @Test
+    void serverEnvironment_notVisible() throws Exception {
+        RunResult r = sh("cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u");
+        java.util.Set<String> inside = java.util.Set.of(r.stdout().split("\n"));
+        List<String> leaked = System.getenv().entrySet().stream()
+                .filter(e -> !java.util.Set.of("PATH", "HOME", "LANG", "TERM", "SHLVL", "PWD").contains(e.getKey()))
+                .map(e -> e.getKey() + "=" + e.getValue()).filter(inside::contains).toList();
+        assertTrue(leaked.isEmpty(), "server environment visible inside: " + leaked);
+    }
+
+    @Test
+    void hostLoopbackServices_unreachable() throws Exception {
+        assertEquals("lo", sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").stdout().strip());
+        RunResult connect = sh("exec 3<>/dev/tcp/127.0.0.1/" + hostService.getLocalPort() + " && echo CONNECTED");
+        assertFalse(connect.stdout().contains("CONNECTED"), "reached a host loopback service: " + connect);
+        assertNotEquals(0, sh("exec 3<>/dev/tcp/192.0.2.1/53").exitCode(), "raw TCP out must have no route");
+    }
+
+    @Test
+    void otherWorkspace_filesAndProcessesUnreachable() throws Exception {
+        ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(other, "exec sleep 4321", null, Map.of(), 120, null, null));
+        try {
+            RunResult r = sh("cat " + home + "/workspaces/" + other + "/state/workspace/private.txt; find / -xdev -name private.txt 2>/dev/null;"
+                    + " cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
+            assertFalse(r.stdout().contains("neighbour-data"), r.stdout());
+            assertFalse(r.stdout().contains("sleep 4321"), "another workspace's process is visible: " + r.stdout());
+        } finally {
+            engine.process(Tenant.LOCAL, other, bg.process(), 0L, 0L, 0, "KILL", 1024);
+        }
+    }
+
+    @Test
+    void procAndSys_leakNothingOfTheHost() throws Exception {
+        RunResult r = sh("cat /proc/kcore 2>&1 | head -c 64; echo; cat /proc/sys/kernel/core_pattern; echo x > /proc/sys/kernel/hostname;"
+                + " echo x > /proc/sysrq-trigger; ls /sys/fs/cgroup 2>&1; cat /proc/self/cgroup");
+        assertNotEquals(0, sh("echo x > /proc/sys/kernel/hostname").exitCode(), "a kernel knob is writable");
+        assertNotEquals(0, sh("echo h > /proc/sysrq-trigger").exitCode(), "sysrq-trigger is writable");
+        assertFalse(r.stdout().contains("process_api"), "the host's cgroup path is visible: " + r.stdout());
+        assertFalse(r.stdout().contains(home.toString()), r.stdout());
+    }
+
+    // ---------------------------------------------------------------- exhaustion
+
+    @Test
+    void forkBomb_containedAndGoneAfterTheRun() throws Exception {
+        assumeEnforced("pids");
+        int before = hostProcesses();
+        AtomicInteger peak = new AtomicInteger(before);
+        AtomicBoolean done = new AtomicBoolean();
+        Thread sampler = Thread.ofVirtual().start(() -> {
+            while (!done.get()) {
+                peak.accumulateAndGet(hostProcesses(), Math::max);
+                Thread.onSpinWait();
+            }
+        });
+        RunResult r;
+        try {
+            r = run(ws, "bomb() { bomb | bomb & }; bomb; sleep 3", 8);
+        } finally {
+            done.set(true);
+            sampler.join();
+        }
+        int after = hostProcesses();
+        System.out.printf("[%s] fork bomb: host processes %d before, peak %d, %d after (pids limit %d)%n",
+                info.isolation(), before, peak.get(), after, LIMITS.maxPids());
+        assertTrue(peak.get() - before <= LIMITS.maxPids() + 16, "peak " + peak.get() + " from " + before + ": " + r);
+        assertEquals("alive\n", run(ws, "echo alive", 20).stdout(), "the workspace recovers after the bomb's run");
+        assertTrue(after <= before + 4, "the bomb outlived its run: " + before + " -> " + after + " processes");
+    }
+
+    @Test
+    void memoryBalloon_killedAtTheLimit_workspaceSurvives() throws Exception {
+        assumeEnforced("memory");
+        RunResult r = sh("python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'");
+        assertNotEquals(0, r.exitCode(), "600 MiB allocated despite a 256 MiB limit: " + r);
+        assertEquals("alive\n", sh("echo alive").stdout());
+    }
+
+    @Test
+    void diskFill_stopsAtTheQuota() throws Exception {
+        assumeEnforced("disk");
+        RunResult r = sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; sync; du -m /workspace/fill | cut -f1");
+        String[] lines = r.stdout().strip().split("\n");
+        int mib = Integer.parseInt(lines[lines.length - 1].strip());
+        assertTrue(r.stdout().contains("No space left"), r.stdout());
+        assertTrue(mib <= LIMITS.diskMiB(), mib + " MiB written with a " + LIMITS.diskMiB() + " MiB quota");
+        assertEquals(0, sh("rm /workspace/fill && echo ok > /workspace/after-fill").exitCode(), "the workspace recovers");
+    }
+
+    @Test
+    void cpuSpin_inSeveralWorkspaces_othersStayResponsive() throws Exception {
+        List<String> spinners = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            spinners.add(engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id());
+        }
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        try {
+            List<Future<RunResult>> spins = new ArrayList<>();
+            for (String s : spinners) spins.add(pool.submit(() -> run(s, "timeout 6 sh -c 'while :; do :; done & while :; do :; done'", 20)));
+            // latency of a trivial run in a quiet workspace while the others spin
+            List<Long> ms = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                long t0 = System.nanoTime();
+                assertEquals(0, run(ws, "true", 10).exitCode());
+                ms.add((System.nanoTime() - t0) / 1_000_000);
+            }
+            for (Future<RunResult> f : spins) f.get();
+            ms.sort(null);
+            System.out.printf("[%s] run(true) while 3 workspaces spin 2 loops each: p50 %d ms, max %d ms (cpu limit: %s)%n",
+                    info.isolation(), ms.get(ms.size() / 2), ms.get(ms.size() - 1), limit("cpu"));
+        } finally {
+            pool.shutdownNow();
+            for (String s : spinners) engine.closeWorkspace(Tenant.LOCAL, s, true);
+        }
+    }
+
+    protected static int hostProcesses() {
+        try (var s = Files.list(Path.of("/proc"))) {
+            return (int) s.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).count();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+}
