@@ -121,6 +121,7 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
 int confine_command(void);
 void confine_agent(void);
 void confine_remember_args(int argc, char **argv);
+void close_from(int low);                       /* close every fd >= low (close_range, or /proc/self/fd) */
 
 /* ---- files and guest operations (files.c) ---- */
 int files_handle(uint8_t type, uint32_t chan, struct rd *r);

@@ -12,7 +12,9 @@
  */
 #include "agent.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
@@ -119,9 +121,11 @@ static int drop_caps(void) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return -1;
     }
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    /* with the bounding set empty, exec as root cannot regain anything; the securebits say so twice where the kernel
+     * has them (gVisor answers EINVAL) */
     if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-                  SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+                  SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0 && errno != EINVAL)
         return -1;
     struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct d[2];
@@ -139,7 +143,8 @@ int confine_command(void) {
 
 /* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
 static int run_mounts(void) {
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) return -1;
+    /* gVisor (runsc 2022) cannot change propagation (EINVAL); its mounts do not propagate anyway */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL) return -1;
     /* the agent's binary and host socket are none of the run's business (and their sources name host paths) */
     umount2("/run/berth", MNT_DETACH);
     umount2("/run/berth-agent", MNT_DETACH);
@@ -151,6 +156,24 @@ static int run_mounts(void) {
             mount(NULL, ro[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     }
     return 0;
+}
+
+/* Closes every descriptor from `low` on. close_range where the kernel has it; gVisor (runsc 2022) does not, and a
+ * descriptor left open there (a run's stdin pipe held by its init) means a reader never sees EOF. */
+void close_from(int low) {
+    if (syscall(SYS_close_range, (unsigned)low, ~0u, 0u) == 0) return;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return;
+    int dfd = dirfd(d);
+    struct dirent *de;
+    int fds[4096];
+    size_t n = 0;
+    while ((de = readdir(d)) && n < sizeof fds / sizeof fds[0]) {
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && fd >= low && fd != dfd) fds[n++] = fd;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) close(fds[i]);
 }
 
 /*
@@ -185,6 +208,13 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
         command(arg);
         _exit(127);
     }
+    /* the init needs no privilege any more: if the run could attach to it anyway (gVisor does not check
+     * dumpability), it would find nothing to take */
+    prctl(PR_SET_DUMPABLE, 0);
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    syscall(SYS_capset, &h, d);
     /* keep only the status pipe: the run's pipes must reach EOF when its processes are gone */
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
@@ -196,7 +226,7 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
         dup2(status_fd, 3);
         status_fd = 3;
     }
-    syscall(SYS_close_range, 4u, ~0u, 0u);
+    close_from(4);
     for (;;) {
         int st;
         pid_t w = wait(&st);

@@ -285,7 +285,7 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     if (in_r < 0) in_r = open("/dev/null", O_RDONLY);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
     /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
-    syscall(SYS_close_range, 3u, ~0u, 0u);
+    close_from(3);
     umask(022);
     setrlimit(RLIMIT_NOFILE, &g_nofile);
     environ = envp; /* execvp searches the run's own PATH, as the spec says */

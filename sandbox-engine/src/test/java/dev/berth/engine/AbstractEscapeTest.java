@@ -130,15 +130,21 @@ public abstract class AbstractEscapeTest {
         assertFalse(r.stdout().contains("runsc"), "the runtime is visible to a run:\n" + r.stdout());
     }
 
+    /**
+     * The run's pid 1 is its init, a fork of the agent: tracing it must give nothing. Linux refuses the attach (the
+     * init is not dumpable); gVisor allows it, so there the init must hold no capabilities by then.
+     */
     @Test
-    void ptrace_ofPid1_refused() throws Exception {
-        String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nres = []\n"
-                + "for pid in [1]:\n"
-                + "    rc = libc.ptrace(16, pid, 0, 0)\n    res.append('%d:%s' % (pid, 'ATTACHED' if rc == 0 else os.strerror(ctypes.get_errno())))\n"
-                + "print(' '.join(res))\n";
-        RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "python3 -", null, Map.of(), 30, py, null), OutputListener.NONE);
-        assertEquals(0, r.exitCode(), r.toString());
-        assertFalse(r.stdout().contains("1:ATTACHED"), "a run attached to its pid 1: " + r.stdout());
+    void ptrace_ofPid1_refusedOrWorthless() throws Exception {
+        String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                + "rc = libc.ptrace(16, 1, 0, 0)\nprint('ATTACHED' if rc == 0 else os.strerror(ctypes.get_errno()), flush=True)\n"
+                + "if rc == 0:\n    os.waitpid(1, 0x40000000)\n    libc.ptrace(17, 1, 0, 0)\n";
+        RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "python3 -; grep CapEff /proc/1/status", null, Map.of(), 20, py, null), OutputListener.NONE);
+        if (r.stdout().contains("ATTACHED")) {
+            assertTrue(r.stdout().contains("CapEff:\t0000000000000000"), "a run attached to a privileged pid 1: " + r);
+        } else {
+            assertTrue(r.stdout().contains("Operation not permitted"), r.toString());
+        }
     }
 
     @Test
@@ -165,7 +171,8 @@ public abstract class AbstractEscapeTest {
     void seccompFilter_installedForRuns() throws Exception {
         RunResult r = sh("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status");
         assertTrue(r.stdout().contains("Seccomp:\t2"), r.stdout());
-        assertTrue(r.stdout().contains("NoNewPrivs:\t1"), r.stdout());
+        // gVisor's /proc/self/status has no NoNewPrivs line; where the kernel shows it, it must be set
+        assertTrue(!r.stdout().contains("NoNewPrivs:") || r.stdout().contains("NoNewPrivs:\t1"), r.stdout());
         String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                 + "for name, nr in [('keyctl', 250), ('bpf', 321), ('userfaultfd', 323), ('perf_event_open', 298)]:\n"
                 + "    rc = libc.syscall(nr, 0, 0, 0, 0, 0)\n    print(name, rc, os.strerror(ctypes.get_errno()))\n";
@@ -236,26 +243,34 @@ public abstract class AbstractEscapeTest {
     @Test
     void forkBomb_containedAndGoneAfterTheRun() throws Exception {
         assumeEnforced("pids");
-        int before = hostProcesses();
+        // the server's descendants (every sandbox is one) measure the bomb; the host-wide count also moves with
+        // whatever else runs on this machine and is printed for the record
+        int before = serverProcesses();
+        int hostBefore = hostProcesses();
         AtomicInteger peak = new AtomicInteger(before);
+        AtomicInteger hostPeak = new AtomicInteger(hostBefore);
         AtomicBoolean done = new AtomicBoolean();
         Thread sampler = Thread.ofVirtual().start(() -> {
             while (!done.get()) {
-                peak.accumulateAndGet(hostProcesses(), Math::max);
+                peak.accumulateAndGet(serverProcesses(), Math::max);
+                hostPeak.accumulateAndGet(hostProcesses(), Math::max);
                 Thread.onSpinWait();
             }
         });
-        RunResult r;
+        String outcome;
         try {
-            r = run(ws, "bomb() { bomb | bomb & }; bomb; sleep 3", 8);
+            outcome = run(ws, "bomb() { bomb | bomb & }; bomb; sleep 3", 8).toString();
+        } catch (EngineException e) {
+            outcome = "the sandbox died: " + e.getMessage(); // gVisor: the Sentry panics when its host tasks run out
         } finally {
             done.set(true);
             sampler.join();
         }
-        int after = hostProcesses();
-        System.out.printf("[%s] fork bomb: host processes %d before, peak %d, %d after (pids limit %d)%n",
-                info.isolation(), before, peak.get(), after, LIMITS.maxPids());
-        assertTrue(peak.get() - before <= LIMITS.maxPids() + 16, "peak " + peak.get() + " from " + before + ": " + r);
+        int after = serverProcesses();
+        System.out.printf("[%s] fork bomb (pids limit %d): server's processes %d before, peak %d, %d after; host's %d before, peak %d; %s%n",
+                info.isolation(), LIMITS.maxPids(), before, peak.get(), after, hostBefore, hostPeak.get(),
+                outcome.length() > 100 ? outcome.substring(0, 100) : outcome);
+        assertTrue(peak.get() - before <= LIMITS.maxPids() + 16, "peak " + peak.get() + " from " + before + ": " + outcome);
         assertEquals("alive\n", run(ws, "echo alive", 20).stdout(), "the workspace recovers after the bomb's run");
         assertTrue(after <= before + 4, "the bomb outlived its run: " + before + " -> " + after + " processes");
     }
@@ -263,15 +278,22 @@ public abstract class AbstractEscapeTest {
     @Test
     void memoryBalloon_killedAtTheLimit_workspaceSurvives() throws Exception {
         assumeEnforced("memory");
-        RunResult r = sh("python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'");
-        assertNotEquals(0, r.exitCode(), "600 MiB allocated despite a 256 MiB limit: " + r);
-        assertEquals("alive\n", sh("echo alive").stdout());
+        String outcome;
+        try {
+            RunResult r = sh("python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'");
+            assertNotEquals(0, r.exitCode(), "600 MiB allocated despite a 256 MiB limit: " + r);
+            outcome = "the command was killed (exit " + r.exitCode() + ")";
+        } catch (EngineException e) {
+            outcome = "the sandbox died: " + e.getMessage(); // gVisor: the host OOM killer takes the Sentry
+        }
+        System.out.printf("[%s] memory balloon of 600 MiB with a 256 MiB limit: %s%n", info.isolation(), outcome);
+        assertEquals("alive\n", sh("echo alive").stdout(), "the workspace answers after the balloon");
     }
 
     @Test
     void diskFill_stopsAtTheQuota() throws Exception {
         assumeEnforced("disk");
-        RunResult r = sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; sync; du -m /workspace/fill | cut -f1");
+        RunResult r = sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; sync; echo $(($(wc -c < /workspace/fill) >> 20))");
         String[] lines = r.stdout().strip().split("\n");
         int mib = Integer.parseInt(lines[lines.length - 1].strip());
         assertTrue(r.stdout().contains("No space left"), r.stdout());
@@ -304,6 +326,10 @@ public abstract class AbstractEscapeTest {
             pool.shutdownNow();
             for (String s : spinners) engine.closeWorkspace(Tenant.LOCAL, s, true);
         }
+    }
+
+    protected static int serverProcesses() {
+        return (int) ProcessHandle.current().descendants().count();
     }
 
     protected static int hostProcesses() {

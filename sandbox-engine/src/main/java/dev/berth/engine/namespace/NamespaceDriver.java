@@ -1,6 +1,11 @@
 package dev.berth.engine.namespace;
 
 import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.host.BaseEtc;
+import dev.berth.engine.host.CgroupLimits;
+import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.DriverCapabilities;
 import dev.berth.engine.spi.IsolationDriver;
@@ -105,37 +110,11 @@ public final class NamespaceDriver implements IsolationDriver {
     @Override
     public List<Limit> limits(Resources r) {
         boolean root = HostIdentity.isRoot();
-        List<Limit> out = new ArrayList<>(root ? predicted(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
+        List<Limit> out = new ArrayList<>(root ? CgroupLimits.predict(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
         out.add(root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
                 : Limit.notEnforced("disk", r.diskMiB(), "MiB", "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(NamespaceSandbox.IO_LIMIT);
+        out.add(CgroupLimits.IO_NOT_ENFORCED);
         return out;
-    }
-
-    /** What {@link CgroupLimits#create} would give on this host, without creating anything. */
-    private static List<Limit> predicted(Resources r) {
-        String h = CgroupLimits.hierarchy();
-        if (h.equals("none")) return CgroupLimits.none(r, "no cgroup hierarchy is mounted").limits();
-        Path root = Path.of("/sys/fs/cgroup");
-        boolean v1 = h.equals("v1");
-        java.util.function.Function<String, Boolean> ok = c -> v1 ? Files.isWritable(root.resolve(c))
-                : readable(root.resolve("cgroup.subtree_control")).contains(c);
-        List<Limit> out = new ArrayList<>();
-        out.add(ok.apply("cpu") ? Limit.enforced("cpu", r.vcpus(), "vcpus", "cgroup " + h + " cpu quota")
-                : Limit.notEnforced("cpu", r.vcpus(), "vcpus", "the cgroup " + h + " cpu controller is not available to Berth"));
-        out.add(ok.apply("memory") ? Limit.enforced("memory", r.memoryMiB(), "MiB", "cgroup " + h + " memory limit")
-                : Limit.notEnforced("memory", r.memoryMiB(), "MiB", "the cgroup " + h + " memory controller is not available to Berth"));
-        out.add(ok.apply("pids") ? Limit.enforced("pids", r.maxPids(), "processes", "cgroup " + h + " pids.max")
-                : Limit.notEnforced("pids", r.maxPids(), "processes", "the cgroup " + h + " pids controller is not available to Berth"));
-        return out;
-    }
-
-    private static String readable(Path p) {
-        try {
-            return Files.readString(p);
-        } catch (IOException e) {
-            return "";
-        }
     }
 
     @Override
@@ -144,25 +123,6 @@ public final class NamespaceDriver implements IsolationDriver {
             Layout.copyTree(workspaceStateDir, snapshotStateDir);
         } catch (IOException e) {
             throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** Runs a short host command, failing with its output. */
-    static void exec(String... cmd) throws IOException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        try {
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IOException(String.join(" ", cmd) + " did not finish in 120 s");
-            }
-        } catch (InterruptedException e) {
-            p.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while running " + cmd[0]);
-        }
-        if (p.exitValue() != 0) {
-            String out = new String(p.getInputStream().readAllBytes()).strip();
-            throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out);
         }
     }
 }

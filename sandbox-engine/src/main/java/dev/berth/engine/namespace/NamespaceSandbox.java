@@ -1,6 +1,10 @@
 package dev.berth.engine.namespace;
 
 import dev.berth.engine.agent.AgentClient;
+import dev.berth.engine.host.CgroupLimits;
+import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
@@ -33,10 +37,6 @@ final class NamespaceSandbox implements Sandbox {
     private final Layout layout;
     private final CgroupLimits limits;
 
-    /** Berth sets no I/O bandwidth limit on any level yet; disk space is bounded by the disk limit. */
-    static final Limit IO_LIMIT = Limit.notEnforced("io", 0, "MiB/s",
-            "no I/O bandwidth limit is set (cgroup v1 blkio cannot throttle buffered writes); disk space is bounded by the disk limit");
-
     private NamespaceSandbox(Process process, AgentClient agent, Layout layout, CgroupLimits limits) {
         this.process = process;
         this.agent = agent;
@@ -52,7 +52,7 @@ final class NamespaceSandbox implements Sandbox {
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", HostIdentity.isRoot()
                         ? "this workspace was created before disk images: its layer is a plain directory"
                         : "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(IO_LIMIT);
+        out.add(CgroupLimits.IO_NOT_ENFORCED);
         return out;
     }
 

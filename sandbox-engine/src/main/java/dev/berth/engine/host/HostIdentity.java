@@ -1,4 +1,4 @@
-package dev.berth.engine.namespace;
+package dev.berth.engine.host;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -6,14 +6,14 @@ import java.nio.file.Path;
 import java.util.zip.CRC32C;
 
 /** Facts about the host identity Berth runs as, and the unprivileged uid each workspace gets when Berth is root. */
-final class HostIdentity {
+public final class HostIdentity {
     /** Workspace uids are drawn from [BASE, BASE + SPAN): far above any login or system account. */
-    static final int UID_BASE = 1_500_000_000;
-    static final int UID_SPAN = 100_000_000;
+    public static final int UID_BASE = 1_500_000_000;
+    public static final int UID_SPAN = 100_000_000;
 
     private HostIdentity() {}
 
-    static boolean isRoot() {
+    public static boolean isRoot() {
         try {
             return Files.readString(Path.of("/proc/self/status")).lines()
                     .filter(l -> l.startsWith("Uid:")).findFirst().map(l -> l.split("\\s+")[1].equals("0")).orElse(false);
@@ -22,13 +22,13 @@ final class HostIdentity {
         }
     }
 
-    static boolean userNamespacesAllowed() {
+    public static boolean userNamespacesAllowed() {
         return readInt("/proc/sys/kernel/unprivileged_userns_clone", 1) != 0
                 && readInt("/proc/sys/user/max_user_namespaces", 1) != 0;
     }
 
     /** A uid of its own for a workspace, stable across restarts (derived from the id). Only used when root. */
-    static int uidFor(String workspaceId) {
+    public static int uidFor(String workspaceId) {
         CRC32C c = new CRC32C();
         c.update(workspaceId.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
         return UID_BASE + (int) (c.getValue() % UID_SPAN);

@@ -1,4 +1,4 @@
-package dev.berth.engine.namespace;
+package dev.berth.engine.host;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -10,13 +10,13 @@ import java.nio.file.Path;
  * (writes beyond it get ENOSPC) and it keeps host paths out of the sandbox's mount table: a bind from inside the
  * image shows its path within the image, not where the image lives. Needs root (mount); stateless.
  */
-final class DiskImage {
-    static final String FILE = "disk.ext4";
+public final class DiskImage {
+    public static final String FILE = "disk.ext4";
 
     private DiskImage() {}
 
     /** Creates an empty image of {@code mib} MiB whose root belongs to {@code uid}. */
-    static void create(Path image, int mib, int uid) throws IOException {
+    public static void create(Path image, int mib, int uid) throws IOException {
         long free = Files.getFileStore(image.getParent()).getUsableSpace() >> 20;
         if (free < mib) {
             // sparse, so this is not a reservation; but a quota the host cannot hold even once is refused with numbers
@@ -25,8 +25,8 @@ final class DiskImage {
         }
         Path tmp = image.resolveSibling(FILE + ".tmp");
         Files.deleteIfExists(tmp);
-        NamespaceDriver.exec("truncate", "-s", mib + "M", tmp.toString());
-        NamespaceDriver.exec("mkfs.ext4", "-q", "-F", "-m", "0", "-L", "workspace",
+        HostCommand.exec("truncate", "-s", mib + "M", tmp.toString());
+        HostCommand.exec("mkfs.ext4", "-q", "-F", "-m", "0", "-L", "workspace",
                 "-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=" + uid + ":" + uid, tmp.toString());
         Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         Files.move(tmp, image, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
@@ -36,10 +36,10 @@ final class DiskImage {
      * Mounts the image on {@code at} (created if missing); the mount's root is shut to every other uid. With
      * {@code discard}, space freed inside is given back to the host (the loop device punches holes in the file).
      */
-    static void mount(Path image, Path at) throws IOException {
+    public static void mount(Path image, Path at) throws IOException {
         Files.createDirectories(at);
         if (isMounted(at)) unmount(at); // left by a crash
-        NamespaceDriver.exec("mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime,discard", image.toString(), at.toString());
+        HostCommand.exec("mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime,discard", image.toString(), at.toString());
         Files.setPosixFilePermissions(at, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
     }
 
@@ -47,34 +47,34 @@ final class DiskImage {
      * Detaches the mount at once (lazily, so it never fails for a busy filesystem: nothing can reach the tree
      * through {@code at} afterwards, which is what matters before the runtime directory is deleted).
      */
-    static void unmount(Path at) {
+    public static void unmount(Path at) {
         if (!isMounted(at)) return;
         try {
-            NamespaceDriver.exec("umount", "-l", at.toString());
+            HostCommand.exec("umount", "-l", at.toString());
         } catch (IOException e) {
             System.getLogger(DiskImage.class.getName()).log(System.Logger.Level.WARNING, "unmounting " + at + ": " + e.getMessage());
         }
     }
 
     /** Flushes and blocks writes (FIFREEZE) so that a copy of the image is consistent; {@link #thaw} undoes it. */
-    static boolean freeze(Path at) {
+    public static boolean freeze(Path at) {
         try {
-            NamespaceDriver.exec("fsfreeze", "--freeze", at.toString());
+            HostCommand.exec("fsfreeze", "--freeze", at.toString());
             return true;
         } catch (IOException e) {
             return false;
         }
     }
 
-    static void thaw(Path at) {
+    public static void thaw(Path at) {
         try {
-            NamespaceDriver.exec("fsfreeze", "--unfreeze", at.toString());
+            HostCommand.exec("fsfreeze", "--unfreeze", at.toString());
         } catch (IOException e) {
             System.getLogger(DiskImage.class.getName()).log(System.Logger.Level.WARNING, "thawing " + at + ": " + e.getMessage());
         }
     }
 
-    static boolean isMounted(Path at) {
+    public static boolean isMounted(Path at) {
         String p = at.toAbsolutePath().normalize().toString();
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {

@@ -1,4 +1,4 @@
-package dev.berth.engine.namespace;
+package dev.berth.engine.host;
 
 import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
@@ -18,25 +18,29 @@ import java.util.List;
  * @param freezer the group whose freezer stops every process of the workspace, or null
  * @param limits  cpu, memory and pids as set up (disk and io are the driver's business)
  */
-record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
+public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
     private static final Path ROOT = Path.of("/sys/fs/cgroup");
+
+    /** Berth sets no I/O bandwidth limit on any level yet; disk space is bounded by the disk limit. */
+    public static final Limit IO_NOT_ENFORCED = Limit.notEnforced("io", 0, "MiB/s",
+            "no I/O bandwidth limit is set (cgroup v1 blkio cannot throttle buffered writes); disk space is bounded by the disk limit");
     private static final long PERIOD_US = 100_000;
 
     /** No cgroups at all (Berth is not root, or the host offers none). */
-    static CgroupLimits none(Resources r, String why) {
+    public static CgroupLimits none(Resources r, String why) {
         return new CgroupLimits(List.of(), null, List.of(Limit.notEnforced("cpu", r.vcpus(), "vcpus", why),
                 Limit.notEnforced("memory", r.memoryMiB(), "MiB", why), Limit.notEnforced("pids", r.maxPids(), "processes", why)));
     }
 
     /** Which cgroup layout the host has, for {@code berth doctor} and for the limits a workspace would get. */
-    static String hierarchy() {
+    public static String hierarchy() {
         if (Files.isDirectory(ROOT.resolve("memory")) && Files.isDirectory(ROOT.resolve("pids"))) return "v1";
         if (Files.exists(ROOT.resolve("cgroup.controllers"))) return "v2";
         return "none";
     }
 
     /** Creates the groups and writes the limits; returns which paths a process must join and what holds. */
-    static CgroupLimits create(String workspaceId, Resources r) {
+    public static CgroupLimits create(String workspaceId, Resources r) {
         List<Path> groups = new ArrayList<>();
         List<Limit> limits = new ArrayList<>();
         Path freezer = null;
@@ -94,7 +98,7 @@ record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
     }
 
     /** Freezes (true) or thaws (false) every process of the workspace. Returns false where no freezer is available. */
-    boolean freeze(boolean frozen) {
+    public boolean freeze(boolean frozen) {
         if (freezer == null) return false;
         try {
             if (freezer.toString().contains("/freezer/")) {
@@ -117,7 +121,7 @@ record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
     }
 
     /** Kills every process left in the workspace's pids group (a sandbox torn down uncleanly), then removes the groups. */
-    static void killAndRemove(String workspaceId) {
+    public static void killAndRemove(String workspaceId) {
         Path procs = ROOT.resolve("pids/berth").resolve(workspaceId).resolve("cgroup.procs");
         if (!Files.exists(procs)) procs = ROOT.resolve("berth").resolve(workspaceId).resolve("cgroup.procs");
         try {
@@ -131,7 +135,7 @@ record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
     }
 
     /** Removes the groups of a workspace (all its processes must be gone). Quiet: a leftover empty group is harmless. */
-    static void removeFor(String workspaceId) {
+    public static void removeFor(String workspaceId) {
         for (String c : List.of("cpu/berth", "memory/berth", "pids/berth", "freezer/berth", "berth")) {
             Path g = ROOT.resolve(c).resolve(workspaceId);
             try {
@@ -158,6 +162,32 @@ record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
             return true;
         } catch (IOException e) {
             return false;
+        }
+    }
+
+    /** What {@link CgroupLimits#create} would give on this host, without creating anything. */
+    public static List<Limit> predict(Resources r) {
+        String h = CgroupLimits.hierarchy();
+        if (h.equals("none")) return CgroupLimits.none(r, "no cgroup hierarchy is mounted").limits();
+        Path root = Path.of("/sys/fs/cgroup");
+        boolean v1 = h.equals("v1");
+        java.util.function.Function<String, Boolean> ok = c -> v1 ? Files.isWritable(root.resolve(c))
+                : readable(root.resolve("cgroup.subtree_control")).contains(c);
+        List<Limit> out = new ArrayList<>();
+        out.add(ok.apply("cpu") ? Limit.enforced("cpu", r.vcpus(), "vcpus", "cgroup " + h + " cpu quota")
+                : Limit.notEnforced("cpu", r.vcpus(), "vcpus", "the cgroup " + h + " cpu controller is not available to Berth"));
+        out.add(ok.apply("memory") ? Limit.enforced("memory", r.memoryMiB(), "MiB", "cgroup " + h + " memory limit")
+                : Limit.notEnforced("memory", r.memoryMiB(), "MiB", "the cgroup " + h + " memory controller is not available to Berth"));
+        out.add(ok.apply("pids") ? Limit.enforced("pids", r.maxPids(), "processes", "cgroup " + h + " pids.max")
+                : Limit.notEnforced("pids", r.maxPids(), "processes", "the cgroup " + h + " pids controller is not available to Berth"));
+        return out;
+    }
+
+    private static String readable(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (IOException e) {
+            return "";
         }
     }
 }

@@ -1,4 +1,4 @@
-package dev.berth.engine.namespace;
+package dev.berth.engine.host;
 
 import dev.berth.engine.spi.StartRequest;
 import java.io.IOException;
@@ -23,28 +23,34 @@ import java.util.List;
  * in {@code state/} (no disk quota, and bind sources show host paths in the sandbox's mount table).
  * Everything else is read-only or a fresh tmpfs ({@code /tmp}, cleared on every start, like a reboot).
  */
-record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB) {
-    static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
+public record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB) {
+    public static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
 
-    static Layout of(StartRequest r) {
+    /** The layout of a sandbox that runs as its own unprivileged host uid when Berth is root (namespace driver). */
+    public static Layout of(StartRequest r) {
         return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(),
                 HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB());
     }
 
+    /** The layout of a sandbox whose files are served by a privileged helper as {@code uid} (gVisor's gofer: 0). */
+    public static Layout owned(StartRequest r, int uid) {
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, r.resources().diskMiB());
+    }
+
     /** In the image layout the socket lives inside the image too, so its bind names no host path. */
-    Path socketDir() { return usesImage() ? mountPoint().resolve(".berth-sock") : runtime.resolve("sock"); }
-    Path socket() { return socketDir().resolve("agent.sock"); }
-    Path image() { return state.resolve(DiskImage.FILE); }
-    Path mountPoint() { return runtime.resolve("disk"); }
+    public Path socketDir() { return usesImage() ? mountPoint().resolve(".berth-sock") : runtime.resolve("sock"); }
+    public Path socket() { return socketDir().resolve("agent.sock"); }
+    public Path image() { return state.resolve(DiskImage.FILE); }
+    public Path mountPoint() { return runtime.resolve("disk"); }
 
     /** Whether the writable layer is an image (quota enforced, no host paths inside). */
-    boolean usesImage() { return Files.exists(image()); }
+    public boolean usesImage() { return Files.exists(image()); }
 
     /** Where {@link #DIRS} live: the mounted image, or the state directory. */
-    Path layer() { return usesImage() ? mountPoint() : state; }
+    public Path layer() { return usesImage() ? mountPoint() : state; }
 
     /** A new workspace: an image when Berth can mount one, else directories. */
-    void createFresh() throws IOException {
+    public void createFresh() throws IOException {
         if (uid >= 0) DiskImage.create(image(), diskMiB, uid);
         prepare();
     }
@@ -53,7 +59,7 @@ record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB
      * Makes the layer usable: mounts the image (if any), creates missing directories (idempotent: fills in what a
      * crash may have left out) and gives them to the workspace's uid.
      */
-    void prepare() throws IOException {
+    public void prepare() throws IOException {
         checkReachable(state);
         checkReachable(runtime);
         if (usesImage()) DiskImage.mount(image(), mountPoint());
@@ -64,7 +70,7 @@ record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB
             // in an image only the directories made here can have another owner (the sandbox writes as its uid)
             List<String> cmd = new java.util.ArrayList<>(List.of("chown", "--no-dereference", uid + ":" + uid));
             for (String d : DIRS) cmd.add(layer.resolve(d).toString());
-            NamespaceDriver.exec(cmd.toArray(String[]::new));
+            HostCommand.exec(cmd.toArray(String[]::new));
         }
         chownForSandbox(socketDir());
         // only this workspace's uid may enter its layer: another workspace that escaped its namespaces finds it shut
@@ -77,18 +83,18 @@ record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB
     }
 
     /** Copies the shared read-only parts into the image so their bind sources name no host path. */
-    void installBase(Path etc, Path agent) throws IOException {
+    public void installBase(Path etc, Path agent) throws IOException {
         Path base = layer().resolve(".berth");
-        if (Files.exists(base)) NamespaceDriver.exec("rm", "-rf", base.toString());
+        if (Files.exists(base)) HostCommand.exec("rm", "-rf", base.toString());
         Files.createDirectories(base);
-        NamespaceDriver.exec("cp", "-a", etc.toString(), base.resolve("etc").toString());
-        NamespaceDriver.exec("cp", agent.toString(), base.resolve("berth-agent").toString());
-        NamespaceDriver.exec("chown", "-R", "0:0", base.toString());
-        NamespaceDriver.exec("chmod", "0755", base.toString(), base.resolve("berth-agent").toString());
+        HostCommand.exec("cp", "-a", etc.toString(), base.resolve("etc").toString());
+        HostCommand.exec("cp", agent.toString(), base.resolve("berth-agent").toString());
+        HostCommand.exec("chown", "-R", "0:0", base.toString());
+        HostCommand.exec("chmod", "0755", base.toString(), base.resolve("berth-agent").toString());
     }
 
     /** The sandbox runs as another uid: every directory above {@code dir} must let others pass through. */
-    void checkReachable(Path dir) throws IOException {
+    public void checkReachable(Path dir) throws IOException {
         if (uid < 0) return;
         for (Path p = dir.toAbsolutePath().getParent(); p != null; p = p.getParent()) {
             var perms = Files.getPosixFilePermissions(p);
@@ -100,26 +106,26 @@ record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB
     }
 
     /** A fork: the snapshot's files, given to this workspace's uid (the snapshot's workspace had its own). */
-    void copyFrom(Path snapshotState) throws IOException {
+    public void copyFrom(Path snapshotState) throws IOException {
         copyTree(snapshotState, state);
         prepare();
         if (usesImage()) for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
     }
 
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
-    void release() {
+    public void release() {
         DiskImage.unmount(mountPoint());
     }
 
     /** Gives the tree to the workspace's own uid (root only), so the sandbox can write its layer and nothing else. */
-    void chownForSandbox(Path p) throws IOException {
+    public void chownForSandbox(Path p) throws IOException {
         if (uid < 0) return;
-        NamespaceDriver.exec("chown", "-R", "--no-dereference", uid + ":" + uid, p.toString());
+        HostCommand.exec("chown", "-R", "--no-dereference", uid + ":" + uid, p.toString());
     }
 
     /** Copies a tree with owners, modes, links and sparse files kept (GNU cp -a). */
-    static void copyTree(Path from, Path to) throws IOException {
+    public static void copyTree(Path from, Path to) throws IOException {
         Files.createDirectories(to);
-        NamespaceDriver.exec("cp", "-a", "--reflink=auto", from.toString() + "/.", to.toString());
+        HostCommand.exec("cp", "-a", "--reflink=auto", from.toString() + "/.", to.toString());
     }
 }

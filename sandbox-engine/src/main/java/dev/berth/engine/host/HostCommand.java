@@ -1,0 +1,28 @@
+package dev.berth.engine.host;
+
+import java.io.IOException;
+import java.util.concurrent.TimeUnit;
+
+/** Runs short host commands (mount, mkfs, chown, cp) for the drivers, failing with their output. Stateless. */
+public final class HostCommand {
+    private HostCommand() {}
+
+    /** Runs {@code cmd}, waiting up to 120 s; a non-zero exit is an IOException carrying the command's output. */
+    public static void exec(String... cmd) throws IOException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException(String.join(" ", cmd) + " did not finish in 120 s");
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while running " + cmd[0]);
+        }
+        if (p.exitValue() != 0) {
+            String out = new String(p.getInputStream().readAllBytes()).strip();
+            throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out);
+        }
+    }
+}
