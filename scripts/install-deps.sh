@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
-# util-linux's setpriv (dropping to a per-workspace uid), procps (tests look at processes).
+# util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
+# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor).
 need=()
-for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3; do
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -2,6 +2,8 @@ package dev.berth.mcp;
 
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Limit;
+import dev.berth.engine.spi.Resources;
 import java.io.PrintStream;
 
 /** {@code berth doctor}: one line per isolation driver, available or not and why. Exit 0 if any driver can run. */
@@ -19,6 +21,11 @@ final class DoctorCommand {
             out.printf("%-10s %-13s %s%n", d.name(), a.available() ? "available" : "unavailable", a.reason());
             out.printf("%-10s %-13s boundary: %s; park keeps memory: %s%n", "", "", d.capabilities().boundary(),
                     d.capabilities().parkKeepsMemory() ? "yes" : "no");
+            // what a workspace with the default resources would get here, each limit enforced or not, and why
+            for (Limit l : d.limits(Resources.DEFAULT)) {
+                out.printf("%-10s %-13s limit %-6s %s %s: %s%n", "", "", l.name(), l.value() == 0 ? "-" : l.value() + " " + l.unit(),
+                        l.enforced() ? "enforced" : "NOT enforced", l.how());
+            }
         }
         out.println(any ? "default isolation: " + (opts.isolation() != null ? opts.isolation() : chosen)
                 : "no isolation driver can run here; run `berth setup` (as root) to install what is missing");

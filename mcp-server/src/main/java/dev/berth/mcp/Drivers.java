@@ -11,6 +11,7 @@ import dev.berth.proxy.FileAuditSink;
 import dev.berth.proxy.ProxyConfig;
 import dev.berth.engine.microvm.ImageBuilder;
 import dev.berth.engine.microvm.MicrovmDriver;
+import dev.berth.engine.gvisor.GvisorDriver;
 import dev.berth.engine.namespace.NamespaceDriver;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;
@@ -26,7 +27,8 @@ final class Drivers {
      */
     static List<IsolationDriver> all(Options opts) {
         var image = MicrovmDriver.ImageKind.valueOf(opts.microvmImage().toUpperCase(java.util.Locale.ROOT));
-        return List.of(new MicrovmDriver(ImageBuilder.defaults(), image), new NamespaceDriver(opts.home()));
+        return List.of(new MicrovmDriver(ImageBuilder.defaults(), image), new GvisorDriver(opts.home()),
+                new NamespaceDriver(opts.home()));
     }
 
     static Engine engine(Options opts) throws EngineException {

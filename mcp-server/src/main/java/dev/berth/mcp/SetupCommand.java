@@ -24,7 +24,8 @@ final class SetupCommand {
             List.of("busybox-static", "/bin/busybox"),
             List.of("cpio", "/usr/bin/cpio"),
             List.of("debootstrap", "/usr/sbin/debootstrap"),
-            List.of("e2fsprogs", "/sbin/mkfs.ext4"));
+            List.of("e2fsprogs", "/sbin/mkfs.ext4"),
+            List.of("runsc", "/usr/bin/runsc"));
 
     private SetupCommand() {}
 

@@ -1,0 +1,130 @@
+package dev.berth.engine.gvisor;
+
+import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.host.BaseEtc;
+import dev.berth.engine.host.CgroupLimits;
+import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.Layout;
+import dev.berth.engine.spi.Availability;
+import dev.berth.engine.spi.DriverCapabilities;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Limit;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Isolation by gVisor's user-space kernel ({@code runsc}, ptrace platform here): guest system calls are served by the
+ * Sentry, which itself runs sandboxed on the host; files reach it through the gofer. The same guest agent, the same
+ * filesystem view and writable layer (an ext4 image) as the namespace driver, no network device
+ * ({@code --network=none}; egress goes over the agent's channel), runs confined below the agent.
+ *
+ * <p>Honest limits with Debian 12's runsc (release 20221219), each measured here: park keeps files only, because
+ * {@code runsc checkpoint} panics on the agent's connected host unix socket; GNU coreutils' {@code ls}, {@code stat}
+ * and {@code du} fail with EINVAL (that runsc rejects {@code AT_NO_AUTOMOUNT} in statx/newfstatat). Thread-safe.
+ */
+public final class GvisorDriver implements IsolationDriver {
+    static final String NAME = "gvisor";
+    /** Told to users with the capabilities and by {@code berth doctor}. */
+    static final String KNOWN_DEFECTS = "with runsc 20221219 (Debian 12) park keeps files only (runsc checkpoint panics on the agent's"
+            + " connected unix socket) and GNU ls/stat/du fail with EINVAL (runsc rejects AT_NO_AUTOMOUNT in statx/newfstatat);"
+            + " busybox, python and the agent's file tools work";
+
+    private final Path home;
+    private final Runsc runsc;
+
+    /** @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}. */
+    public GvisorDriver(Path home) {
+        this.home = home.toAbsolutePath();
+        this.runsc = Runsc.find();
+    }
+
+    @Override
+    public String name() { return NAME; }
+
+    @Override
+    public Availability probe() {
+        if (runsc == null) return Availability.no("runsc (gVisor) is not installed; apt-get install runsc");
+        if (runsc.release() < Runsc.MIN_RELEASE) {
+            return Availability.no("runsc at " + runsc.binary() + " is release " + runsc.release() + ", older than "
+                    + Runsc.MIN_RELEASE + ", the oldest tried; install a newer runsc");
+        }
+        if (!HostIdentity.isRoot()) return Availability.no("runsc needs root here (rootless runsc is not supported by Berth)");
+        return Availability.yes("runsc release " + runsc.release() + " at " + runsc.binary() + ", ptrace platform, --network=none; "
+                + KNOWN_DEFECTS);
+    }
+
+    @Override
+    public DriverCapabilities capabilities() {
+        return new DriverCapabilities(NAME, "gVisor user-space kernel (runsc, ptrace platform): guest system calls are served by the"
+                + " Sentry, not the host kernel; no network device; runs confined below the agent; " + KNOWN_DEFECTS,
+                true, false, false, "ptrace");
+    }
+
+    @Override
+    public List<Limit> limits(Resources r) {
+        List<Limit> out = new ArrayList<>();
+        boolean v1 = CgroupLimits.hierarchy().equals("v1");
+        String how = "cgroup v1 limit on the whole sandbox, set by runsc";
+        String no = "runsc sets cgroup v1 limits only; this host has cgroup " + CgroupLimits.hierarchy();
+        out.add(v1 ? Limit.enforced("cpu", r.vcpus(), "vcpus", how) : Limit.notEnforced("cpu", r.vcpus(), "vcpus", no));
+        out.add(v1 ? Limit.enforced("memory", r.memoryMiB(), "MiB", how + " (+" + OciBundle.OVERHEAD_MIB + " MiB for the Sentry and gofer)")
+                : Limit.notEnforced("memory", r.memoryMiB(), "MiB", no));
+        out.add(v1 ? Limit.enforced("pids", r.maxPids(), "processes", how) : Limit.notEnforced("pids", r.maxPids(), "processes", no));
+        out.add(Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)"));
+        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        return out;
+    }
+
+    @Override
+    public Sandbox start(StartRequest request) throws SandboxException {
+        Availability a = probe();
+        if (!a.available()) throw new SandboxException("gvisor isolation is not available: " + a.reason());
+        try {
+            Path agent = AgentBinary.extract(home.resolve("images"));
+            Path etc = BaseEtc.prepare(home.resolve("images"));
+            // the gofer serves the layer as root (the guest's root is the host's, inside gVisor's own sandboxing)
+            Layout layout = Layout.owned(request, 0);
+            try {
+                switch (request.mode()) {
+                    case StartRequest.Fresh f -> layout.createFresh();
+                    case StartRequest.Resume r -> layout.prepare();
+                    case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+                }
+                if (layout.usesImage()) layout.installBase(etc, agent);
+                Path bundle = OciBundle.write(Files.createDirectories(request.runtimeDir().resolve("bundle")), layout, etc, agent, request);
+                return GvisorSandbox.launch(runsc, bundle, layout, request);
+            } catch (IOException | SandboxException | RuntimeException e) {
+                layout.release();
+                throw e;
+            }
+        } catch (IOException e) {
+            throw new SandboxException("preparing the gVisor sandbox failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void cleanupRuntime(Path runtimeDir) {
+        Path root = GvisorSandbox.runscRoot(runtimeDir);
+        if (runsc != null && Files.isDirectory(root)) {
+            GvisorSandbox.forceDelete(runsc, root, runtimeDir.getFileName().toString(), null);
+        }
+        DiskImage.unmount(runtimeDir.resolve("disk"));
+    }
+
+    @Override
+    public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
+        try {
+            Layout.copyTree(workspaceStateDir, snapshotStateDir);
+        } catch (IOException e) {
+            throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package dev.berth.engine.gvisor;
+
+import dev.berth.engine.host.Layout;
+import dev.berth.engine.spi.StartRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The OCI bundle runsc starts a workspace from: an empty read-only root with mount points, and {@code config.json}
+ * describing the same filesystem view as the namespace driver (read-only host {@code /usr}, the curated
+ * {@code /etc}, the workspace's writable layer, a size-capped {@code /tmp}, the agent and its socket), the agent as
+ * the only process, with the two capabilities it needs to confine runs, and the cgroup limits. Stateless.
+ */
+final class OciBundle {
+    /** Memory the sentry and gofer need on top of the workspace's own (the cgroup covers the whole sandbox). */
+    static final int OVERHEAD_MIB = 64;
+    /**
+     * Host tasks the sandbox needs besides the guest's: the Sentry's and gofer's Go threads. With the ptrace platform
+     * every guest task is also a host task (stub threads), so pids.max on the sandbox is the guest's limit plus this.
+     */
+    static final int OVERHEAD_TASKS = 128;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private OciBundle() {}
+
+    static Path write(Path bundle, Layout layout, Path etc, Path agent, StartRequest req) throws IOException {
+        Path rootfs = bundle.resolve("rootfs");
+        for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "workspace", "root", "var", "run/berth")) {
+            Files.createDirectories(rootfs.resolve(d));
+        }
+        Files.createDirectories(rootfs.resolve("usr/local"));
+        if (!Files.exists(rootfs.resolve("run/berth-agent"))) Files.createFile(rootfs.resolve("run/berth-agent"));
+        for (String l : List.of("bin", "lib", "lib64", "sbin")) {
+            Path link = rootfs.resolve(l);
+            if (!Files.exists(link, java.nio.file.LinkOption.NOFOLLOW_LINKS) && Files.exists(Path.of("/usr", l))) {
+                Files.createSymbolicLink(link, Path.of("usr", l));
+            }
+        }
+        Path s = layout.layer();
+        boolean image = layout.usesImage();
+        List<Object> mounts = new ArrayList<>();
+        mounts.add(mount("/proc", "proc", "proc", List.of()));
+        mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
+        mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
+        mounts.add(mount("/tmp", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 1024) + "m")));
+        mounts.add(mount("/workspace", "bind", s.resolve("workspace").toString(), List.of("rbind")));
+        mounts.add(mount("/root", "bind", s.resolve("home").toString(), List.of("rbind")));
+        mounts.add(mount("/usr/local", "bind", s.resolve("usr-local").toString(), List.of("rbind")));
+        mounts.add(mount("/var", "bind", s.resolve("var").toString(), List.of("rbind")));
+        mounts.add(mount("/run/berth-agent", "bind", image ? s.resolve(".berth/berth-agent").toString() : agent.toString(), List.of("bind", "ro")));
+        mounts.add(mount("/run/berth", "bind", layout.socketDir().toString(), List.of("rbind")));
+
+        List<String> args = new ArrayList<>(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock", "--isolate-runs"));
+        if (req.proxyPort() > 0) args.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
+        List<String> caps = List.of("CAP_SYS_ADMIN", "CAP_SETPCAP");
+        Map<String, Object> process = new LinkedHashMap<>();
+        process.put("terminal", false);
+        process.put("user", Map.of("uid", 0, "gid", 0));
+        process.put("args", args);
+        process.put("env", List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+        process.put("cwd", "/workspace");
+        process.put("capabilities", Map.of("bounding", caps, "effective", caps, "permitted", caps));
+        // the Sentry enforces RLIMIT_NPROC for runs (they have no capabilities): the pids cgroup alone would let a
+        // fork bomb exhaust the host tasks the Sentry itself needs, and the Sentry panics then (measured)
+        process.put("rlimits", List.of(Map.of("type", "RLIMIT_NOFILE", "hard", 65536, "soft", 1024),
+                Map.of("type", "RLIMIT_NPROC", "hard", req.resources().maxPids(), "soft", req.resources().maxPids())));
+
+        var r = req.resources();
+        Map<String, Object> linux = new LinkedHashMap<>();
+        linux.put("namespaces", List.of(Map.of("type", "pid"), Map.of("type", "network"), Map.of("type", "ipc"),
+                Map.of("type", "uts"), Map.of("type", "mount")));
+        linux.put("cgroupsPath", "/berth-gvisor/" + req.workspaceId());
+        linux.put("resources", Map.of(
+                "memory", Map.of("limit", (long) (r.memoryMiB() + OVERHEAD_MIB) << 20),
+                "cpu", Map.of("quota", r.vcpus() * 100_000L, "period", 100_000L),
+                "pids", Map.of("limit", r.maxPids() + OVERHEAD_TASKS)));
+
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("ociVersion", "1.0.2");
+        spec.put("process", process);
+        spec.put("root", Map.of("path", "rootfs", "readonly", true));
+        spec.put("hostname", "workspace");
+        spec.put("mounts", mounts);
+        spec.put("linux", linux);
+        Files.writeString(bundle.resolve("config.json"), JSON.writeValueAsString(spec));
+        return bundle;
+    }
+
+    private static Map<String, Object> mount(String dest, String type, String source, List<String> options) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("destination", dest);
+        m.put("type", type);
+        m.put("source", source);
+        if (!options.isEmpty()) m.put("options", options);
+        return m;
+    }
+}
