@@ -29,6 +29,7 @@ final class Results {
         m.put("active_runs", w.activeRuns());
         m.put("egress_policy", w.egressPolicy());
         m.put("secrets", w.secrets());
+        if (w.recovered() != null) m.put("recovered", w.recovered());
         return m;
     }
 
@@ -80,6 +81,7 @@ final class Results {
             x.put("count", d.count());
             return x;
         }).toList());
+        if (r.recovered() != null) m.put("recovered", r.recovered());
         if (!r.secretsUsed().isEmpty()) {
             m.put("secrets_used", r.secretsUsed().stream().map(u -> {
                 Map<String, Object> x = new LinkedHashMap<>();

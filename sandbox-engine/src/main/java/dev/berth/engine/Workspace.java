@@ -39,6 +39,15 @@ final class Workspace {
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
     final List<String> secrets;
 
+    /** Runs in flight, on disk, so the server after a crash can say which it lost. */
+    final RunJournal journal;
+
+    /**
+     * What a fault took from this workspace (a server crash, a lost sandbox, a cold boot), said in words by every
+     * result until a run has reported it; null when nothing was lost.
+     */
+    volatile String recovered;
+
     private volatile WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
@@ -65,6 +74,12 @@ final class Workspace {
         this.egressRequest = egressRequest;
         this.egress = egress;
         this.secrets = secrets == null ? List.of() : List.copyOf(secrets);
+        this.journal = dir == null ? null : new RunJournal(dir);
+    }
+
+    /** Adds a sentence to what a fault took from this workspace. */
+    void lost(String what) {
+        recovered = recovered == null ? what : recovered + "; " + what;
     }
 
     WorkspaceState state() { return state; }
@@ -100,6 +115,6 @@ final class Workspace {
 
     WorkspaceInfo info() {
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered);
     }
 }
