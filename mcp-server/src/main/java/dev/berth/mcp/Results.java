@@ -30,6 +30,8 @@ final class Results {
         m.put("egress_policy", w.egressPolicy());
         m.put("secrets", w.secrets());
         if (w.recovered() != null) m.put("recovered", w.recovered());
+        if (w.idleParkAt() != null) m.put("idle_park_at", w.idleParkAt().toString());
+        if (w.expiresAt() != null) m.put("expires_at", w.expiresAt().toString());
         return m;
     }
 
@@ -82,6 +84,8 @@ final class Results {
             return x;
         }).toList());
         if (r.recovered() != null) m.put("recovered", r.recovered());
+        if (r.idleParkAt() != null) m.put("idle_park_at", r.idleParkAt().toString());
+        if (r.expiresAt() != null) m.put("expires_at", r.expiresAt().toString());
         if (!r.secretsUsed().isEmpty()) {
             m.put("secrets_used", r.secretsUsed().stream().map(u -> {
                 Map<String, Object> x = new LinkedHashMap<>();

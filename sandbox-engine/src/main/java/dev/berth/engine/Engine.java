@@ -141,6 +141,7 @@ public final class Engine implements AutoCloseable {
                 r = r.withRecovered(lost);
                 ws.recovered = null; // said once, in this result
             }
+            r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
             if (!resumed) return r;
             return r.withResumed("the workspace was parked and was resumed for this run"
                     + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));

@@ -98,6 +98,7 @@ final class Recovery {
                 store.runtimeDir(rec.id()), initial, rec.egress(),
                 new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets);
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
+        ws.policy = config.lifecycleOf(tenant);
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);
         registry.add(ws);
         if (rec.state().equals("running")) adoptOrPark(ws, lost); // it was running when the last server died

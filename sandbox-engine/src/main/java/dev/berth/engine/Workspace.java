@@ -48,6 +48,9 @@ final class Workspace {
      */
     volatile String recovered;
 
+    /** The operator's lifecycle policy for this workspace's tenant. */
+    volatile LifecyclePolicy policy = LifecyclePolicy.DEFAULT;
+
     private volatile WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
@@ -110,11 +113,42 @@ final class Workspace {
         }
     }
 
+    /**
+     * The last moment this workspace was in use: now while a foreground run is in flight or an egress connection is
+     * open; otherwise the later of its last tool call and its background processes' last output.
+     */
+    Instant lastActivity() {
+        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0)) return Instant.now();
+        Instant t = lastUsedAt;
+        synchronized (processes) {
+            for (BackgroundProcess p : processes.values()) {
+                if (p.running() && p.lastOutputAt.isAfter(t)) t = p.lastOutputAt;
+            }
+        }
+        return t;
+    }
+
+    /** When the idle policy parks this workspace (persistent and running), or null. */
+    Instant idleParkAt() {
+        if (lifecycle != Lifecycle.PERSISTENT || state != WorkspaceState.RUNNING || policy.idleParkSeconds() == 0) return null;
+        return lastActivity().plusSeconds(policy.idleParkSeconds());
+    }
+
+    /** When the policy closes and deletes this workspace (ephemeral: idle close or its TTL, whichever is first), or null. */
+    Instant expiresAt() {
+        if (lifecycle != Lifecycle.EPHEMERAL || state == WorkspaceState.CLOSED) return null;
+        Instant idle = policy.idleCloseSeconds() == 0 ? null : lastActivity().plusSeconds(policy.idleCloseSeconds());
+        Instant ttl = policy.ttlSeconds() == 0 ? null : createdAt.plusSeconds(policy.ttlSeconds());
+        if (idle == null) return ttl;
+        if (ttl == null) return idle;
+        return idle.isBefore(ttl) ? idle : ttl;
+    }
+
     /** How the agent should refer to it in messages. */
     String label() { return name != null ? name : id; }
 
     WorkspaceInfo info() {
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt());
     }
 }

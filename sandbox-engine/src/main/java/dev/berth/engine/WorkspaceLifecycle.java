@@ -70,6 +70,7 @@ final class WorkspaceLifecycle {
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
                     new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
+            ws.policy = config.lifecycleOf(tenant.id());
             ws.lock.lock();
             registry.add(ws);
         }

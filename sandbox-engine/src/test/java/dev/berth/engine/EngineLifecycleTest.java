@@ -150,8 +150,7 @@ class EngineLifecycleTest {
     void idleWorkspaces_persistentParkedAndEphemeralClosed() throws Exception {
         engine.close();
         EngineConfig d = config();
-        engine = Engine.start(new EngineConfig(d.home(), d.drivers(), null, null, d.defaultTimeoutSeconds(), d.maxTimeoutSeconds(),
-                d.maxOutputBytes(), 1, 1, d.maxWorkspaces(), d.guard(), null));
+        engine = Engine.start(d.withLifecycle(new LifecyclePolicy(1, 1, 0), java.util.Map.of(), d.maxWorkspaces()));
         String p = engine.open(A, OpenRequest.persistent("sleepy")).workspace().id();
         String e = engine.open(A, OpenRequest.ephemeral()).workspace().id();
         long deadline = System.nanoTime() + 30_000_000_000L; // the reaper runs every 5 s; this bounds the wait, it times nothing
