@@ -81,14 +81,28 @@ public final class MicrovmDriver implements IsolationDriver {
                     + " (needs the kernel package from the Debian registry, busybox-static and the built agent)");
         }
         Accel a = accel();
-        return Availability.yes("QEMU microvm with " + a.name() + " (" + a.why() + "), image " + img.id());
+        return Availability.yes("QEMU microvm with " + a.name() + " (" + a.why() + "), image " + img.id()
+                + (VmmJail.enabled() ? "; QEMU jailed (own uid, mount namespace, cgroup v1 cpu/memory/pids)" : "; QEMU not jailed (Berth is not root)")
+                + (a.kvm() ? "" : "; the KVM path is checked at the command-line level only, never run here"));
     }
 
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities("microvm",
-                "QEMU microvm with its own guest kernel, no network device; the guest reaches the host only through the agent's virtio-serial port",
+                "QEMU microvm with its own guest kernel, no network device; the guest reaches the host only through the agent's virtio-serial port"
+                        + (VmmJail.enabled() ? "; QEMU jailed: its own uid, mount namespace and cgroup, no capabilities, seccomp"
+                        : "; QEMU NOT jailed (runs as the server's user)"),
                 true, true, true, accel().name());
+    }
+
+    @Override
+    public List<dev.berth.engine.spi.Limit> limits(dev.berth.engine.spi.Resources r) {
+        String how = VmmJail.enabled() ? "its QEMU is jailed in cgroup v1 cpu/memory/pids groups" : "its QEMU is not jailed (Berth is not root)";
+        return List.of(dev.berth.engine.spi.Limit.enforced("cpu", r.vcpus(), "vcpus", "the guest's vCPUs; " + how),
+                dev.berth.engine.spi.Limit.enforced("memory", r.memoryMiB(), "MiB", "guest RAM; " + how),
+                dev.berth.engine.spi.Limit.notEnforced("pids", r.maxPids(), "processes", "no limit inside the guest (its own kernel); " + how),
+                dev.berth.engine.spi.Limit.enforced("disk", r.diskMiB(), "MiB", "the guest's data disk (qcow2) has this size"),
+                dev.berth.engine.spi.Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
     }
 
     Accel accel() {
@@ -325,8 +339,9 @@ public final class MicrovmDriver implements IsolationDriver {
             ph.destroyForcibly();
             QemuMachine.waitFor(ph, 10_000);
         });
+        VmmJail.remove(VmmJail.key(runtimeDir));
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
-                QemuMachine.CONSOLE_FILE)) {
+                QemuMachine.CONSOLE_FILE, VmmJail.ROOT_DIR)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }

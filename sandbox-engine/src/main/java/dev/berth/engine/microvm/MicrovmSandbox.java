@@ -87,7 +87,10 @@ final class MicrovmSandbox implements Sandbox {
         long t0 = System.nanoTime();
         try {
             Files.createDirectories(snapshotStateDir);
-            machine.stopAndSave(snapshotStateDir.resolve("state"));
+            // a jailed QEMU sees only its own directories: it writes the state there, and the host moves it
+            Path saved = stateDir.resolve(".snapshot-state");
+            machine.stopAndSave(saved);
+            Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
             try {
                 MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir);
             } finally {
@@ -115,11 +118,31 @@ final class MicrovmSandbox implements Sandbox {
         agent.close();
         machine.kill();
         cleanRuntime();
+        VmmJail.remove(VmmJail.key(runtimeDir));
+    }
+
+    @Override
+    public List<dev.berth.engine.spi.Limit> limits() {
+        if (diskMiB < 0) diskMiB = diskMiB();
+        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, dev.berth.engine.spi.Resources.DEFAULT.maxPids());
+    }
+
+    private volatile int diskMiB = -1;
+
+    private int diskMiB() {
+        try {
+            String out = new String(new ProcessBuilder("qemu-img", "info", "-U", "--output=json", stateDir.resolve(QemuMachine.DATA_DISK).toString())
+                    .redirectErrorStream(true).start().getInputStream().readAllBytes());
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"virtual-size\":\\s*(\\d+)").matcher(out);
+            return m.find() ? (int) (Long.parseLong(m.group(1)) >> 20) : 0;
+        } catch (IOException e) {
+            return 0;
+        }
     }
 
     private void cleanRuntime() {
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
-                QemuMachine.CONSOLE_FILE)) {
+                QemuMachine.CONSOLE_FILE, VmmJail.ROOT_DIR)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }

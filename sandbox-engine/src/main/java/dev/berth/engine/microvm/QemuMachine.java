@@ -117,6 +117,10 @@ final class QemuMachine implements AutoCloseable {
         if (stateFile != null && stateFile.toString().contains("'"))
             throw new IOException("state file path must not contain a quote: " + stateFile);
         List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null);
+        if (VmmJail.enabled()) {
+            boolean own = stateFile == null || stateFile.toAbsolutePath().startsWith(specDir.toAbsolutePath());
+            cmd = VmmJail.wrap(cmd, accel, spec, specDir, dataDisk, runtimeDir, own ? List.of() : List.of(stateFile));
+        }
         ProcessBuilder pb = new ProcessBuilder(cmd)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .redirectOutput(ProcessBuilder.Redirect.PIPE)

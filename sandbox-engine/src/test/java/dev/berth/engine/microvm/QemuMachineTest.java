@@ -82,7 +82,9 @@ class QemuMachineTest {
         Path snap = dir.resolve("snap");
         Files.createDirectories(snap);
         sh.run("echo before > /tmp/marker; echo disk-before > /workspace/marker; sync", T);
-        vm.stopAndSave(snap.resolve("state"));
+        // as MicrovmSandbox.snapshot does: a jailed QEMU can write only its own state directory
+        vm.stopAndSave(stateDir.resolve(".snapshot-state"));
+        Files.move(stateDir.resolve(".snapshot-state"), snap.resolve("state"));
         MicrovmDriver.writeSnapshot(spec, stateDir, snap);
         vm.cont();
         sh.run("echo after > /tmp/marker", T);

@@ -1,0 +1,216 @@
+package dev.berth.engine.microvm;
+
+import dev.berth.engine.host.HostCommand;
+import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.spi.Limit;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The jail one QEMU runs in, after Firecracker's jailer: its own unprivileged uid (the workspace's, as on the
+ * namespace level), no capabilities and no new privileges, a private mount namespace whose root is a fresh tmpfs
+ * holding only what this machine needs at the paths its command line names (its state and runtime directories
+ * read-write; kernel, initramfs, base disk, backing disks and a fork's saved state as single read-only files; a
+ * fork's shared RAM file, see below), a hidepid {@code /proc}, and cgroup v1 groups with cpu, memory (guest RAM plus
+ * {@link #overheadMiB}) and pids limits. QEMU's own seccomp sandbox stays on inside.
+ *
+ * <p>The launch is a shell prologue run as root: join the cgroups, {@code unshare --mount}, build the root, then
+ * {@code chroot} + {@code setpriv} exec QEMU, so the pid QEMU writes to its pid file is the launched process.
+ *
+ * <p>Known limit (QEMU 7.2): a fork maps its snapshot's RAM file privately but QEMU opens it read-write all the
+ * same ({@code readonly=on} would make guest RAM unwritable; {@code rom=} came with 8.2). The file is therefore
+ * given to a group of its own (mode 0660) that the forks' QEMUs join; a QEMU escape in a fork could write into it.
+ * Stateless; thread-safe.
+ */
+final class VmmJail {
+    private static final Path CGROUP = Path.of("/sys/fs/cgroup");
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    static final int MAX_TASKS = 128;
+    /** Mount point of the jail's root in the runtime directory (an empty directory outside the jail). */
+    static final String ROOT_DIR = ".jail-root";
+
+    private VmmJail() {}
+
+    /** Jailed when Berth is root, unless {@code -Dberth.microvm.unsafeNoJail=true} (benchmarks: jailed vs not). */
+    static boolean enabled() {
+        return HostIdentity.isRoot() && !Boolean.getBoolean("berth.microvm.unsafeNoJail");
+    }
+
+    /**
+     * The jail's name (cgroups, uid) for the machine of {@code runtimeDir}: derived from its absolute path, which is
+     * the workspace's and stable across restarts ({@code home/run/<id>}), so a later clean-up finds the same groups.
+     */
+    static String key(Path runtimeDir) {
+        java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+        c.update(runtimeDir.toAbsolutePath().normalize().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return runtimeDir.getFileName() + "-" + Long.toHexString(c.getValue());
+    }
+
+    /** QEMU's memory beyond guest RAM: the TCG translation cache (tb-size=256) and the device model; less with KVM. */
+    static int overheadMiB(Accel accel) { return accel.kvm() ? 128 : 384; }
+
+    /**
+     * The jailed form of {@code qemu} (a full QEMU command line). Prepares ownership, groups and cgroups on the way.
+     *
+     * @param extraReadOnly files outside the state directory QEMU reads (a fork's saved state)
+     */
+    static List<String> wrap(List<String> qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                             List<Path> extraReadOnly) throws IOException {
+        String id = key(runtimeDir);
+        int uid = HostIdentity.uidFor(id);
+        Path state = specDir.toAbsolutePath();
+        Path runtime = runtimeDir.toAbsolutePath();
+        HostCommand.exec("chown", "-R", uid + ":" + uid, state.toString(), runtime.toString());
+
+        Set<Path> ro = new LinkedHashSet<>();
+        ro.add(Path.of(spec.kernel()));
+        ro.add(Path.of(spec.initramfs()));
+        if (spec.baseDisk() != null) ro.add(Path.of(spec.baseDisk()));
+        ro.addAll(backingChain(dataDisk));
+        for (Path p : extraReadOnly) ro.add(p.toAbsolutePath());
+        ro.add(Path.of("/etc/ld.so.cache"));
+        List<Path> rw = new ArrayList<>();
+        List<Integer> groups = new ArrayList<>();
+        Path mem = state.resolve(spec.memPath()).normalize();
+        if (!mem.startsWith(state)) {
+            // a fork's shared RAM file (see the class comment)
+            int gid = HostIdentity.uidFor("ram:" + mem.getParent());
+            HostCommand.exec("chgrp", String.valueOf(gid), mem.toString());
+            HostCommand.exec("chmod", "0660", mem.toString());
+            groups.add(gid);
+            rw.add(mem);
+        }
+        ro.removeIf(p -> p.startsWith(state) || p.equals(mem));
+
+        List<Path> cgroups = cgroups(id, spec, accel);
+        StringBuilder sh = new StringBuilder("set -e\n");
+        for (Path g : cgroups) sh.append("echo $$ > ").append(q(g.resolve("cgroup.procs"))).append('\n');
+        // the new root is a tmpfs on a directory of the runtime directory (in the private mount namespace only; the
+        // runtime directory bound into the jail shows it empty)
+        sh.append("R=").append(q(runtime.resolve(ROOT_DIR))).append("\nmkdir -p $R\nmount -t tmpfs -o mode=0755,size=1m berth-jail $R\n");
+        sh.append("mkdir -p $R/usr $R/dev $R/proc $R/tmp $R/etc\n");
+        sh.append("mount --rbind /usr $R/usr && mount -o remount,bind,ro $R/usr\n");
+        for (String l : List.of("bin", "lib", "lib64", "sbin")) {
+            if (Files.isSymbolicLink(Path.of("/" + l))) sh.append("ln -s usr/").append(l).append(" $R/").append(l).append('\n');
+        }
+        for (String d : List.of("null", "zero", "random", "urandom", "kvm")) {
+            if (Files.exists(Path.of("/dev", d))) {
+                sh.append("touch $R/dev/").append(d).append(" && mount --bind /dev/").append(d).append(" $R/dev/").append(d).append('\n');
+            }
+        }
+        sh.append("mount -t proc -o hidepid=2,nosuid,nodev,noexec proc $R/proc\n");
+        for (Path d : List.of(state, runtime)) {
+            sh.append("mkdir -p ").append(q("$R", d)).append(" && mount --bind ").append(q(d)).append(' ').append(q("$R", d)).append('\n');
+        }
+        for (Path f : ro) bindFile(sh, f, true);
+        for (Path f : rw) bindFile(sh, f, false);
+        sh.append("cd /\nexec chroot $R setpriv --reuid=").append(uid).append(" --regid=").append(uid)
+                .append(groups.isEmpty() ? " --clear-groups" : " --groups=" + groups.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElseThrow())
+                .append(" --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\"\n");
+        List<String> out = new ArrayList<>(List.of("unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                sh.toString(), "berth-jail"));
+        out.addAll(qemu);
+        return out;
+    }
+
+    private static void bindFile(StringBuilder sh, Path f, boolean readOnly) {
+        sh.append("mkdir -p ").append(q("$R", f.getParent())).append(" && touch ").append(q("$R", f))
+                .append(" && mount --bind ").append(q(f)).append(' ').append(q("$R", f));
+        if (readOnly) sh.append(" && mount -o remount,bind,ro ").append(q("$R", f));
+        sh.append('\n');
+    }
+
+    /** The files a qcow2 disk is backed by (a fork's snapshot disks), from {@code qemu-img info --backing-chain}. */
+    private static List<Path> backingChain(Path disk) throws IOException {
+        Process p = new ProcessBuilder("qemu-img", "info", "-U", "--backing-chain", "--output=json", disk.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        try {
+            if (p.waitFor() != 0) throw new IOException("qemu-img info " + disk + ": " + out.strip());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted reading the backing chain of " + disk);
+        }
+        List<Path> files = new ArrayList<>();
+        for (JsonNode n : JSON.readTree(out)) {
+            if (n.has("backing-filename") && n.has("full-backing-filename")) files.add(Path.of(n.get("full-backing-filename").asString()));
+        }
+        return files;
+    }
+
+    private static List<Path> cgroups(String id, VmSpec spec, Accel accel) {
+        List<Path> out = new ArrayList<>();
+        long mem = (long) (spec.memoryMiB() + overheadMiB(accel)) << 20;
+        if (write(CGROUP.resolve("cpu/berth-vmm").resolve(id), "cpu.cfs_quota_us", String.valueOf(spec.vcpus() * 100_000L))) {
+            out.add(CGROUP.resolve("cpu/berth-vmm").resolve(id));
+        }
+        if (write(CGROUP.resolve("memory/berth-vmm").resolve(id), "memory.limit_in_bytes", String.valueOf(mem))) {
+            out.add(CGROUP.resolve("memory/berth-vmm").resolve(id));
+        }
+        if (write(CGROUP.resolve("pids/berth-vmm").resolve(id), "pids.max", String.valueOf(MAX_TASKS))) {
+            out.add(CGROUP.resolve("pids/berth-vmm").resolve(id));
+        }
+        return out;
+    }
+
+    /** The limits as set up for the QEMU of {@code id} (read back from the cgroup files), plus disk and io. */
+    static List<Limit> limits(String id, VmSpec spec, int diskMiB, int maxPids) {
+        List<Limit> out = new ArrayList<>();
+        boolean jailed = enabled();
+        String cpu = read(CGROUP.resolve("cpu/berth-vmm").resolve(id).resolve("cpu.cfs_quota_us"));
+        String mem = read(CGROUP.resolve("memory/berth-vmm").resolve(id).resolve("memory.limit_in_bytes"));
+        String no = jailed ? "the cgroup v1 controller is not writable here" : "QEMU runs unjailed (Berth is not root, or unsafeNoJail)";
+        out.add(cpu.equals(String.valueOf(spec.vcpus() * 100_000L))
+                ? Limit.enforced("cpu", spec.vcpus(), "vcpus", "the guest has " + spec.vcpus() + " vCPU(s); cgroup v1 cpu quota on its QEMU")
+                : Limit.notEnforced("cpu", spec.vcpus(), "vcpus", "the guest has " + spec.vcpus() + " vCPU(s), but its QEMU has no cpu quota: " + no));
+        long capMiB = mem.matches("\\d{1,15}") ? Long.parseLong(mem) >> 20 : -1;
+        out.add(capMiB > spec.memoryMiB() && capMiB < (1L << 30)
+                ? Limit.enforced("memory", spec.memoryMiB(), "MiB", "guest RAM; its QEMU is capped at " + spec.memoryMiB() + " + "
+                        + (capMiB - spec.memoryMiB()) + " MiB by cgroup v1 memory")
+                : Limit.enforced("memory", spec.memoryMiB(), "MiB", "guest RAM (the guest cannot use more); its QEMU has no cgroup cap: " + no));
+        out.add(Limit.notEnforced("pids", maxPids, "processes", "no limit inside the guest (its own kernel); its QEMU is capped at "
+                + MAX_TASKS + " host tasks" + (jailed ? "" : " only when jailed")));
+        out.add(Limit.enforced("disk", diskMiB, "MiB", "the guest's data disk (qcow2) has this size"));
+        out.add(Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
+        return out;
+    }
+
+    static void remove(String id) {
+        for (String c : List.of("cpu/berth-vmm", "memory/berth-vmm", "pids/berth-vmm")) {
+            try {
+                Files.deleteIfExists(CGROUP.resolve(c).resolve(id));
+            } catch (IOException ignored) {
+                // still has a task for a moment after a kill; removed at the next clean-up
+            }
+        }
+    }
+
+    private static String read(Path p) {
+        try {
+            return Files.readString(p).strip();
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    private static boolean write(Path group, String file, String value) {
+        try {
+            Files.createDirectories(group);
+            Files.writeString(group.resolve(file), value);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static String q(Path p) { return "'" + p.toString().replace("'", "'\\''") + "'"; }
+
+    private static String q(String prefix, Path p) { return prefix + q(p); }
+}

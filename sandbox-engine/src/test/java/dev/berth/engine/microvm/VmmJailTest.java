@@ -1,0 +1,135 @@
+package dev.berth.engine.microvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.berth.engine.spi.Limit;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.StartRequest;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * A running QEMU looked at from the host: its uid, capabilities, cgroups and their limits, its mount namespace (what
+ * it can open), for a fresh machine and for a fork of a snapshot. Needs root (the jail is only set up then).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class VmmJailTest {
+    static final Resources SMALL = new Resources(1, 128, 64, 256);
+    Path root;
+    Path serverSecret;
+    MicrovmDriver driver;
+    Sandbox vm;
+    Sandbox fork;
+
+    StartRequest request(String id, StartRequest.Mode mode) {
+        return new StartRequest(id, root.resolve(id).resolve("state"), root.resolve(id).resolve("run"), mode, SMALL, 0);
+    }
+
+    @BeforeAll
+    void start() throws Exception {
+        assumeTrue(VmmJail.enabled(), "the jail needs root");
+        root = Files.createTempDirectory("berth-jail-");
+        Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        serverSecret = Files.writeString(root.resolve("server-secret.txt"), "SERVER-SECRET");
+        driver = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST);
+        vm = driver.start(request("ws-jail-a", new StartRequest.Fresh()));
+        Path snap = root.resolve("snap-a");
+        vm.snapshot(snap);
+        fork = driver.start(request("ws-jail-b", new StartRequest.Fork(snap)));
+    }
+
+    @AfterAll
+    void stop() {
+        if (vm != null) vm.destroy();
+        if (fork != null) fork.destroy();
+        try {
+            if (root != null) dev.berth.engine.spi.Trees.delete(root);
+        } catch (java.io.IOException ignored) {
+            // a temporary directory
+        }
+    }
+
+    static String status(long pid, String field) throws Exception {
+        return Files.readString(Path.of("/proc/" + pid + "/status")).lines().filter(l -> l.startsWith(field + ":"))
+                .findFirst().orElseThrow().substring(field.length() + 1).strip();
+    }
+
+    @Test
+    void qemu_runsAsItsOwnUidWithoutCapabilities() throws Exception {
+        for (Sandbox s : List.of(vm, fork)) {
+            long pid = s.hostPid();
+            assertTrue(Files.readString(Path.of("/proc/" + pid + "/cmdline")).startsWith("qemu-system"), "pid " + pid + " is not QEMU");
+            String uid = status(pid, "Uid").split("\\s+")[0];
+            assertNotEquals("0", uid, "QEMU runs as root");
+            assertTrue(Integer.parseInt(uid) >= dev.berth.engine.host.HostIdentity.UID_BASE, uid);
+            assertEquals("0000000000000000", status(pid, "CapEff"));
+            assertEquals("0000000000000000", status(pid, "CapBnd"));
+            assertEquals("1", status(pid, "NoNewPrivs"));
+            assertEquals("2", status(pid, "Seccomp"), "QEMU's own seccomp sandbox is still on");
+        }
+        assertNotEquals(status(vm.hostPid(), "Uid"), status(fork.hostPid(), "Uid"), "two workspaces share a QEMU uid");
+    }
+
+    @Test
+    void qemu_isInItsCgroupsWithTheWorkspaceLimits() throws Exception {
+        String key = VmmJail.key(root.resolve("ws-jail-a/run"));
+        String cg = Files.readString(Path.of("/proc/" + vm.hostPid() + "/cgroup"));
+        assertTrue(cg.contains(":memory:/berth-vmm/" + key), cg);
+        assertTrue(cg.contains(":pids:/berth-vmm/" + key), cg);
+        assertTrue(cg.contains("cpu:/berth-vmm/" + key), cg);
+        long mem = Long.parseLong(Files.readString(Path.of("/sys/fs/cgroup/memory/berth-vmm/" + key + "/memory.limit_in_bytes")).strip());
+        assertTrue(mem > (128L << 20) && mem <= ((128L + 512) << 20), "memory limit " + mem);
+        assertEquals("100000", Files.readString(Path.of("/sys/fs/cgroup/cpu/berth-vmm/" + key + "/cpu.cfs_quota_us")).strip());
+        List<Limit> limits = vm.limits();
+        assertTrue(limits.stream().filter(l -> l.name().equals("memory")).findFirst().orElseThrow().how().contains("capped"), limits.toString());
+        assertTrue(limits.stream().filter(l -> l.name().equals("cpu")).findFirst().orElseThrow().enforced(), limits.toString());
+    }
+
+    /** Mount points of a process's mount namespace, as the process sees them (relative to its root). */
+    static List<String> mountPoints(long pid) throws Exception {
+        return Files.readAllLines(Path.of("/proc/" + pid + "/mountinfo")).stream().map(l -> l.split(" ")[4]).toList();
+    }
+
+    @Test
+    void qemu_seesOnlyItsOwnFiles() throws Exception {
+        List<String> a = mountPoints(vm.hostPid());
+        String own = root.resolve("ws-jail-a/state").toString();
+        assertTrue(a.contains(own), "its own state directory is not in its jail: " + a);
+        for (String m : a) {
+            assertFalse(m.startsWith(root.resolve("ws-jail-b").toString()), "another workspace is in its jail: " + m);
+            assertFalse(m.startsWith(serverSecret.toString()) || m.equals(root.toString()), "the server's files are in its jail: " + m);
+            assertFalse(m.startsWith("/root") && !m.contains("/berth/images/"), "the server's home is in its jail: " + m);
+            assertFalse(m.startsWith("/etc/") && !m.equals("/etc/ld.so.cache"), "host configuration is in its jail: " + m);
+            // the image cache (kernel, initramfs, the warm base snapshot's disk and RAM) is there as single files only
+            boolean image = m.contains("/berth-images/") || m.contains("/berth/images/");
+            assertFalse(!image && (m.startsWith("/home") || m.startsWith("/work")), "host directories are in its jail: " + m);
+            if (image) assertTrue(Files.isRegularFile(Path.of(m)), "a whole image directory is in its jail: " + m);
+        }
+        // the fork's disk is backed by its snapshot's: that file (not the snapshot's or its origin's directories) is
+        // in its jail; its RAM file is the warm base's that its origin mapped too (a snapshot of a fork keeps no RAM)
+        List<String> b = mountPoints(fork.hostPid());
+        assertTrue(b.contains(root.resolve("snap-a/data.qcow2").toString()), b.toString());
+        assertFalse(b.contains(root.resolve("snap-a").toString()), b.toString());
+        assertFalse(b.contains(own), "the fork sees its origin's state directory: " + b);
+    }
+
+    @Test
+    void jailedMachines_parkResumeAndRun() throws Exception {
+        assertEquals(0, Guest.sh(fork.agent(), "echo hi > /tmp/x").exit().exitCode());
+        Sandbox.ParkOutcome out = fork.park();
+        assertTrue(out.memoryKept(), out.toString());
+        fork = driver.start(request("ws-jail-b", new StartRequest.Resume()));
+        assertEquals("hi\n", Guest.sh(fork.agent(), "cat /tmp/x").out());
+        assertNotEquals("0", status(fork.hostPid(), "Uid").split("\\s+")[0]);
+    }
+}
