@@ -155,7 +155,9 @@ class EngineLifecycleTest {
         String e = engine.open(A, OpenRequest.ephemeral()).workspace().id();
         long deadline = System.nanoTime() + 30_000_000_000L; // the reaper runs every 5 s; this bounds the wait, it times nothing
         while (System.nanoTime() < deadline
-                && !(engine.list(A).size() == 1 && engine.info(A, p).state() == WorkspaceState.PARKED)) {
+                && !(engine.list(A).size() == 1 && engine.info(A, p).state() == WorkspaceState.PARKED
+                     && !Files.exists(home.resolve("workspaces").resolve(e)))) {
+            // the reaper deletes a closed workspace's files after it left the list (unmounting its disk takes a moment)
             Thread.sleep(200);
         }
         assertEquals(WorkspaceState.PARKED, engine.info(A, p).state());
