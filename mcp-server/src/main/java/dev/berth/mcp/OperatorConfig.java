@@ -108,9 +108,28 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * @param secrets names of the egress section's secret bindings this tenant's workspaces may ask for; absent or
      *                empty means none (the stdio user is the operator and may use every binding)
      */
-    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle) {
+    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace) {
         public TenantConfig(Quota quota) {
-            this(quota, null, null);
+            this(quota, null, null, null);
+        }
+
+        public TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle) {
+            this(quota, secrets, lifecycle, null);
+        }
+    }
+
+    /**
+     * {@code tenants.<id>.workspace}: the resources one workspace gets when it asks for none ({@code default}) and the
+     * most it may ask for ({@code max}); absent fields keep Berth's defaults (1 vCPU, 512 MiB, 4096 MiB disk, 1024
+     * processes) and no ceiling beyond the machine.
+     */
+    public record WorkspaceSizes(@JsonProperty("default") Size defaults, Size max) {}
+
+    public record Size(Integer vcpus, @JsonProperty("memory_mib") Integer memoryMiB, @JsonProperty("disk_mib") Integer diskMiB,
+                       @JsonProperty("max_pids") Integer maxPids) {
+        dev.berth.engine.spi.Resources over(dev.berth.engine.spi.Resources base) {
+            return new dev.berth.engine.spi.Resources(vcpus == null ? base.vcpus() : vcpus, memoryMiB == null ? base.memoryMiB() : memoryMiB,
+                    diskMiB == null ? base.diskMiB() : diskMiB, maxPids == null ? base.maxPids() : maxPids);
         }
     }
 
@@ -348,10 +367,17 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         TenantConfig tc = tenants.get(id);
         Quota q = tc == null ? null : tc.quota();
         java.util.Set<String> secrets = tc == null || tc.secrets() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.secrets());
-        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets);
+        Tenant.Sizes sizes = Tenant.Sizes.STANDARD;
+        if (tc != null && tc.workspace() != null) {
+            var w = tc.workspace();
+            var r = dev.berth.engine.spi.Resources.DEFAULT;
+            var big = new dev.berth.engine.spi.Resources(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE);
+            sizes = new Tenant.Sizes(w.defaults() == null ? r : w.defaults().over(r), w.max() == null ? null : w.max().over(big));
+        }
+        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes);
         Tenant.Quota u = Tenant.Quota.UNLIMITED;
         return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
                 q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
-                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()), secrets);
+                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()), secrets, sizes);
     }
 }

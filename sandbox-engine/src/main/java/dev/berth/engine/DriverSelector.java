@@ -68,6 +68,52 @@ final class DriverSelector {
         return m;
     }
 
+    /**
+     * The resources a new workspace of {@code tenant} gets: its default when none were asked for, else what was asked,
+     * refused with the numbers when outside Berth's ranges, above the operator's ceiling for the tenant, or larger
+     * than this machine.
+     */
+    static Resources validate(Tenant tenant, Resources r) throws EngineException {
+        return validate(tenant, r, Runtime.getRuntime().availableProcessors(), machineMemoryMiB());
+    }
+
+    static Resources validate(Tenant tenant, Resources r, int cpus, long memoryMiB) throws EngineException {
+        if (r == null) r = tenant.sizes().defaults();
+        validate(r);
+        Resources max = tenant.sizes().max();
+        if (max != null) {
+            String over = r.vcpus() > max.vcpus() ? "vcpus " + r.vcpus() + " is above the ceiling of " + max.vcpus()
+                    : r.memoryMiB() > max.memoryMiB() ? "memory_mib " + r.memoryMiB() + " is above the ceiling of " + max.memoryMiB()
+                    : r.diskMiB() > max.diskMiB() ? "disk_mib " + r.diskMiB() + " is above the ceiling of " + max.diskMiB()
+                    : r.maxPids() > max.maxPids() ? "max_pids " + r.maxPids() + " is above the ceiling of " + max.maxPids() : null;
+            if (over != null) {
+                throw new EngineException(Kind.LIMIT, over + " that the operator set for tenant '" + tenant.id()
+                        + "'; ask for less (the ceiling is vcpus " + max.vcpus() + ", memory_mib " + max.memoryMiB()
+                        + ", disk_mib " + max.diskMiB() + ", max_pids " + max.maxPids() + ")");
+            }
+        }
+        if (r.vcpus() > cpus) {
+            throw new EngineException(Kind.LIMIT, "vcpus " + r.vcpus() + " is more than this machine has (" + cpus + " CPUs)");
+        }
+        if (memoryMiB > 0 && r.memoryMiB() > memoryMiB) {
+            throw new EngineException(Kind.LIMIT, "memory_mib " + r.memoryMiB() + " is more than this machine has ("
+                    + memoryMiB + " MiB)");
+        }
+        return r;
+    }
+
+    /** MemTotal of this machine in MiB, or 0 if unknown. */
+    static long machineMemoryMiB() {
+        try {
+            for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
+                if (l.startsWith("MemTotal:")) return Long.parseLong(l.replaceAll("\\D", "")) >> 10;
+            }
+        } catch (java.io.IOException | NumberFormatException e) {
+            return 0;
+        }
+        return 0;
+    }
+
     static Resources validate(Resources r) throws EngineException {
         if (r == null) return Resources.DEFAULT;
         if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");

@@ -8,10 +8,15 @@ import java.util.regex.Pattern;
  * workspaces and snapshots: another tenant's workspace is "not found", exactly like one that does not exist, so ids
  * and names leak nothing. stdio serves the single {@link #LOCAL} tenant.
  */
-public record Tenant(String id, Quota quota, java.util.Set<String> secrets) {
+public record Tenant(String id, Quota quota, java.util.Set<String> secrets, Sizes sizes) {
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     /** The stdio user: the operator themself, so every configured secret binding is theirs to use. */
     public static final Tenant LOCAL = new Tenant("local", Quota.UNLIMITED, null);
+
+    /** A tenant with the standard workspace sizes (Berth's defaults, no per-workspace ceiling beyond the machine). */
+    public Tenant(String id, Quota quota, java.util.Set<String> secrets) {
+        this(id, quota, secrets, Sizes.STANDARD);
+    }
 
     /** A tenant that may use no secret bindings. */
     public Tenant(String id, Quota quota) {
@@ -24,6 +29,7 @@ public record Tenant(String id, Quota quota, java.util.Set<String> secrets) {
      */
     public Tenant {
         Objects.requireNonNull(quota, "quota");
+        if (sizes == null) sizes = Sizes.STANDARD;
         secrets = secrets == null ? null : java.util.Set.copyOf(secrets);
         if (id == null || !ID.matcher(id).matches()) {
             throw new IllegalArgumentException("tenant id '" + id + "' must be 1-63 of a-z, 0-9, '.', '_', '-'");
@@ -45,5 +51,17 @@ public record Tenant(String id, Quota quota, java.util.Set<String> secrets) {
      */
     public record Quota(int workspaces, int vcpus, int memoryMiB, long diskMiB) {
         public static final Quota UNLIMITED = new Quota(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Long.MAX_VALUE);
+    }
+
+    /**
+     * What one workspace of this tenant gets when it asks for nothing, and the most it may ask for (the operator's
+     * per-workspace ceiling; null = only the machine's size and Berth's ranges bound it).
+     */
+    public record Sizes(dev.berth.engine.spi.Resources defaults, dev.berth.engine.spi.Resources max) {
+        public static final Sizes STANDARD = new Sizes(dev.berth.engine.spi.Resources.DEFAULT, null);
+
+        public Sizes {
+            if (defaults == null) defaults = dev.berth.engine.spi.Resources.DEFAULT;
+        }
     }
 }

@@ -49,7 +49,7 @@ final class WorkspaceLifecycle {
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
         Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshots.find(tenant, req.fromSnapshot());
         IsolationDriver driver = drivers.choose(req.isolation(), snap == null ? null : snap.isolation(), snap == null ? null : snap.name());
-        Resources resources = DriverSelector.validate(req.resources());
+        Resources resources = DriverSelector.validate(tenant, req.resources());
         Policy egressPolicy = EgressPolicies.forWorkspace(config, req.egress());
         List<String> secrets = credentials.checkOpen(tenant, req.secrets());
 
