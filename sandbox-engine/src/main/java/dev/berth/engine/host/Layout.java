@@ -85,12 +85,17 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     /** Copies the shared read-only parts into the image so their bind sources name no host path. */
     public void installBase(Path etc, Path agent) throws IOException {
         Path base = layer().resolve(".berth");
+        // the copies are root-owned and outside every bind: a stamp naming their sources is enough to skip a resume
+        String stamp = agent.getFileName() + " " + etc.getFileName() + "\n";
+        Path st = base.resolve("stamp");
+        if (Files.isRegularFile(st, java.nio.file.LinkOption.NOFOLLOW_LINKS) && Files.readString(st).equals(stamp)) return;
         if (Files.exists(base)) HostCommand.exec("rm", "-rf", base.toString());
         Files.createDirectories(base);
         HostCommand.exec("cp", "-a", etc.toString(), base.resolve("etc").toString());
         HostCommand.exec("cp", agent.toString(), base.resolve("berth-agent").toString());
         HostCommand.exec("chown", "-R", "0:0", base.toString());
         HostCommand.exec("chmod", "0755", base.toString(), base.resolve("berth-agent").toString());
+        Files.writeString(st, stamp);
     }
 
     /** The sandbox runs as another uid: every directory above {@code dir} must let others pass through. */

@@ -89,7 +89,7 @@ class VmmJailTest {
         assertTrue(cg.contains("cpu:/berth-vmm/" + key), cg);
         long mem = Long.parseLong(Files.readString(Path.of("/sys/fs/cgroup/memory/berth-vmm/" + key + "/memory.limit_in_bytes")).strip());
         assertTrue(mem > (128L << 20) && mem <= ((128L + 512) << 20), "memory limit " + mem);
-        assertEquals("100000", Files.readString(Path.of("/sys/fs/cgroup/cpu/berth-vmm/" + key + "/cpu.cfs_quota_us")).strip());
+        assertEquals("200000", Files.readString(Path.of("/sys/fs/cgroup/cpu/berth-vmm/" + key + "/cpu.cfs_quota_us")).strip());
         List<Limit> limits = vm.limits();
         assertTrue(limits.stream().filter(l -> l.name().equals("memory")).findFirst().orElseThrow().how().contains("capped"), limits.toString());
         assertTrue(limits.stream().filter(l -> l.name().equals("cpu")).findFirst().orElseThrow().enforced(), limits.toString());
