@@ -40,7 +40,7 @@ final class Store {
     record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
                           long stateBytes, String createdAt, String parent) {
         SnapshotInfo info() {
-            return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt));
+            return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt), List.of());
         }
     }
 
