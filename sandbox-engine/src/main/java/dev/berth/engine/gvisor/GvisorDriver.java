@@ -99,8 +99,11 @@ public final class GvisorDriver implements IsolationDriver {
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
-                Path bundle = OciBundle.write(Files.createDirectories(request.runtimeDir().resolve("bundle")), layout, etc, agent, request);
-                return GvisorSandbox.launch(runsc, bundle, layout, request);
+                GvisorSandbox.removeCgroups(request.workspaceId()); // a previous sandbox's, if it died
+                String cgroup = request.workspaceId() + "-" + Long.toHexString(System.nanoTime() & 0xffffffffL);
+                Path bundle = OciBundle.write(Files.createDirectories(request.runtimeDir().resolve("bundle")), layout, etc, agent,
+                        request, cgroup);
+                return GvisorSandbox.launch(runsc, bundle, layout, request, cgroup);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();
                 throw e;
@@ -117,6 +120,7 @@ public final class GvisorDriver implements IsolationDriver {
             GvisorSandbox.forceDelete(runsc, root, runtimeDir.getFileName().toString(), null);
         }
         DiskImage.unmount(runtimeDir.resolve("disk"));
+        GvisorSandbox.removeCgroups(runtimeDir.getFileName().toString());
     }
 
     @Override

@@ -39,8 +39,11 @@ final class GvisorSandbox implements Sandbox {
     private final Layout layout;
     private final String id;
     private final Resources resources;
+    private final String cgroup;
 
-    private GvisorSandbox(Runsc runsc, Process process, AgentClient agent, Layout layout, String id, Resources resources) {
+    private GvisorSandbox(Runsc runsc, Process process, AgentClient agent, Layout layout, String id, Resources resources,
+                          String cgroup) {
+        this.cgroup = cgroup;
         this.runsc = runsc;
         this.process = process;
         this.agent = agent;
@@ -51,7 +54,8 @@ final class GvisorSandbox implements Sandbox {
 
     static Path runscRoot(Path runtimeDir) { return runtimeDir.resolve("runsc"); }
 
-    static GvisorSandbox launch(Runsc runsc, Path bundle, Layout layout, StartRequest req) throws SandboxException, IOException {
+    static GvisorSandbox launch(Runsc runsc, Path bundle, Layout layout, StartRequest req, String cgroup)
+            throws SandboxException, IOException {
         Path root = runscRoot(req.runtimeDir());
         Files.createDirectories(root);
         Files.deleteIfExists(layout.socket());
@@ -68,7 +72,7 @@ final class GvisorSandbox implements Sandbox {
             p = pb.start();
             SocketChannel ch = accept(server, p, log);
             AgentClient agent = AgentClient.handshake(ch, Duration.ofSeconds(10));
-            return new GvisorSandbox(runsc, p, agent, layout, req.workspaceId(), req.resources());
+            return new GvisorSandbox(runsc, p, agent, layout, req.workspaceId(), req.resources(), cgroup);
         } catch (SandboxException | IOException | RuntimeException e) {
             if (p != null) forceDelete(runsc, root, req.workspaceId(), p);
             throw e;
@@ -148,7 +152,7 @@ final class GvisorSandbox implements Sandbox {
     @Override
     public List<Limit> limits() {
         List<Limit> out = new ArrayList<>();
-        String g = "berth-gvisor/" + id;
+        String g = "berth-gvisor/" + cgroup;
         String cpu = read(CGROUP.resolve("cpu").resolve(g).resolve("cpu.cfs_quota_us"));
         String mem = read(CGROUP.resolve("memory").resolve(g).resolve("memory.limit_in_bytes"));
         String pids = read(CGROUP.resolve("pids").resolve(g).resolve("pids.max"));
@@ -185,6 +189,34 @@ final class GvisorSandbox implements Sandbox {
         agent.close();
         forceDelete(runsc, runscRoot(layout.runtime()), id, process);
         layout.release();
+        removeCgroups(id);
+    }
+
+    /**
+     * Removes the cgroups runsc made for this workspace's sandboxes ({@code berth-gvisor/<id>-*} under every
+     * controller), killing whatever is still in them: runsc leaves them behind when its sandbox dies abruptly.
+     */
+    static void removeCgroups(String workspaceId) {
+        try (var controllers = Files.list(CGROUP)) {
+            for (Path c : controllers.toList()) {
+                Path parent = c.resolve("berth-gvisor");
+                if (!Files.isDirectory(parent)) continue;
+                try (var groups = Files.list(parent)) {
+                    for (Path g : groups.filter(x -> x.getFileName().toString().startsWith(workspaceId + "-")).toList()) {
+                        for (String pid : Files.readAllLines(g.resolve("cgroup.procs"))) {
+                            if (!pid.isBlank()) ProcessHandle.of(Long.parseLong(pid.strip())).ifPresent(ProcessHandle::destroyForcibly);
+                        }
+                        try {
+                            Files.deleteIfExists(g);
+                        } catch (IOException busy) {
+                            // its last tasks are still exiting; removed by the next start or clean-up
+                        }
+                    }
+                }
+            }
+        } catch (IOException | NumberFormatException | java.io.UncheckedIOException e) {
+            // nothing to remove
+        }
     }
 
     @Override

@@ -29,7 +29,11 @@ final class OciBundle {
 
     private OciBundle() {}
 
-    static Path write(Path bundle, Layout layout, Path etc, Path agent, StartRequest req) throws IOException {
+    /**
+     * @param cgroup the sandbox's cgroup name under {@code berth-gvisor/}: new for every start, so a sandbox that died
+     *               (its memory still charged, its tasks still exiting) never shares its limits with the next one
+     */
+    static Path write(Path bundle, Layout layout, Path etc, Path agent, StartRequest req, String cgroup) throws IOException {
         Path rootfs = bundle.resolve("rootfs");
         for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "workspace", "root", "var", "run/berth")) {
             Files.createDirectories(rootfs.resolve(d));
@@ -75,7 +79,7 @@ final class OciBundle {
         Map<String, Object> linux = new LinkedHashMap<>();
         linux.put("namespaces", List.of(Map.of("type", "pid"), Map.of("type", "network"), Map.of("type", "ipc"),
                 Map.of("type", "uts"), Map.of("type", "mount")));
-        linux.put("cgroupsPath", "/berth-gvisor/" + req.workspaceId());
+        linux.put("cgroupsPath", "/berth-gvisor/" + cgroup);
         linux.put("resources", Map.of(
                 "memory", Map.of("limit", (long) (r.memoryMiB() + OVERHEAD_MIB) << 20),
                 "cpu", Map.of("quota", r.vcpus() * 100_000L, "period", 100_000L),

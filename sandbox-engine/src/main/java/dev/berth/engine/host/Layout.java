@@ -62,7 +62,11 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public void prepare() throws IOException {
         checkReachable(state);
         checkReachable(runtime);
-        if (usesImage()) DiskImage.mount(image(), mountPoint());
+        if (usesImage()) {
+            DiskImage.mount(image(), mountPoint());
+            // the filesystem's root belongs to the workspace that made the image: a fork's is another uid
+            if (uid >= 0) HostCommand.exec("chown", "--no-dereference", uid + ":" + uid, mountPoint().toString());
+        }
         Files.createDirectories(socketDir());
         Path layer = layer();
         for (String d : DIRS) Files.createDirectories(layer.resolve(d));
