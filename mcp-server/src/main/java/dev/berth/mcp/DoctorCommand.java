@@ -4,7 +4,10 @@ import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IsolationDriver;
 import java.io.PrintStream;
 
-/** {@code berth doctor}: one line per isolation driver, available or not and why. Exit 0 if any driver can run. */
+/**
+ * {@code berth doctor}: one line per isolation driver, available or not and why, and the public key that signs receipts
+ * (created on first use). Exit 0 if any driver can run.
+ */
 final class DoctorCommand {
     private DoctorCommand() {}
 
@@ -19,6 +22,14 @@ final class DoctorCommand {
             out.printf("%-10s %-13s %s%n", d.name(), a.available() ? "available" : "unavailable", a.reason());
             out.printf("%-10s %-13s boundary: %s; park keeps memory: %s%n", "", "", d.capabilities().boundary(),
                     d.capabilities().parkKeepsMemory() ? "yes" : "no");
+        }
+        try {
+            var key = dev.berth.engine.audit.ServerKey.loadOrCreate(opts.home().resolve("keys"));
+            out.println("audit signing key " + key.keyId() + " (Ed25519; receipts and audit heads; give this to whoever checks"
+                    + " receipts with `berth audit receipt FILE --public-key FILE`):");
+            out.print(key.publicKeyPem());
+        } catch (java.io.IOException e) {
+            out.println("audit signing key: unavailable: " + e.getMessage());
         }
         out.println(any ? "default isolation: " + (opts.isolation() != null ? opts.isolation() : chosen)
                 : "no isolation driver can run here; run `berth setup` (as root) to install what is missing");
