@@ -33,9 +33,14 @@ final class BerthServer {
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
+        return build(transport, engine, "stdio");
+    }
+
+    /** The same, naming the transport in audit records ("home-socket" for a stdio client served through the owner). */
+    static McpSyncServer build(McpServerTransportProvider transport, Engine engine, String transportName) {
         Cancellations cancellations = new Cancellations();
         return build(McpServer.sync(new CancellableSessions(transport, cancellations, Tenant.LOCAL.id())), engine,
-                exchange -> Tenant.LOCAL, cancellations);
+                exchange -> Tenant.LOCAL, cancellations, transportName);
     }
 
     /**
@@ -43,10 +48,11 @@ final class BerthServer {
      *
      * @param tenants       who a call is made for
      * @param cancellations where the transport delivers cancellations; it names each call in the transport context
+     * @param transport     the transport's name in audit records ("stdio", "streamable-http", "sse")
      */
     static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
-                               Cancellations cancellations) {
-        Tools tools = new Tools(engine, JSON, tenants);
+                               Cancellations cancellations, String transport) {
+        Tools tools = new Tools(engine, JSON, tenants, transport);
         List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
                 .map(s -> SyncToolSpecification.builder().tool(s.tool())
                         .callHandler((ex, req) -> cancellations.run(Cancellations.callKey(ex), () -> s.callHandler().apply(ex, req)))

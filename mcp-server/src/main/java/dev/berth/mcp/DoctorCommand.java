@@ -6,7 +6,10 @@ import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
 import java.io.PrintStream;
 
-/** {@code berth doctor}: one line per isolation driver, available or not and why. Exit 0 if any driver can run. */
+/**
+ * {@code berth doctor}: one line per isolation driver, available or not and why, and the public key that signs receipts
+ * (created on first use). Exit 0 if any driver can run.
+ */
 final class DoctorCommand {
     private DoctorCommand() {}
 
@@ -26,6 +29,14 @@ final class DoctorCommand {
                 out.printf("%-10s %-13s limit %-6s %s %s: %s%n", "", "", l.name(), l.value() == 0 ? "-" : l.value() + " " + l.unit(),
                         l.enforced() ? "enforced" : "NOT enforced", l.how());
             }
+        }
+        try {
+            var key = dev.berth.engine.audit.ServerKey.loadOrCreate(opts.home().resolve("keys"));
+            out.println("audit signing key " + key.keyId() + " (Ed25519; receipts and audit heads; give this to whoever checks"
+                    + " receipts with `berth audit receipt FILE --public-key FILE`):");
+            out.print(key.publicKeyPem());
+        } catch (java.io.IOException e) {
+            out.println("audit signing key: unavailable: " + e.getMessage());
         }
         out.println(any ? "default isolation: " + (opts.isolation() != null ? opts.isolation() : chosen)
                 : "no isolation driver can run here; run `berth setup` (as root) to install what is missing");

@@ -4,10 +4,10 @@ import dev.berth.engine.Engine;
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EgressSettings;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.audit.AuditTrail;
 import dev.berth.proxy.ConfigException;
 import dev.berth.proxy.ConfigLoader;
 import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.FileAuditSink;
 import dev.berth.proxy.ProxyConfig;
 import dev.berth.engine.microvm.ImageBuilder;
 import dev.berth.engine.microvm.MicrovmDriver;
@@ -37,20 +37,38 @@ final class Drivers {
 
     /** @param operator the operator config (egress and guard sections), or null */
     static Engine engine(Options opts, OperatorConfig operator) throws EngineException {
+        return engine(opts, operator, null);
+    }
+
+    /** @param meters where the engine's meters go (the Prometheus registry of berth http), or null */
+    static Engine engine(Options opts, OperatorConfig operator, io.micrometer.core.instrument.MeterRegistry meters) throws EngineException {
         EngineConfig cfg = EngineConfig.defaults(opts.home(), all(opts));
+        if (meters != null) cfg = cfg.withMetrics(new dev.berth.engine.metrics.EngineMetrics(meters));
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
         if (operator != null) {
             cfg = cfg.withGuard(operator.guardMode())
                     .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces());
         }
-        return Engine.start(cfg.withEgress(egress(opts, operator)));
+        AuditTrail trail;
+        try {
+            trail = AuditTrail.open(opts.home(), operator == null ? AuditTrail.OnFailure.REFUSE : operator.auditOnFailure());
+        } catch (java.io.IOException e) {
+            throw new EngineException(EngineException.Kind.UNAVAILABLE, "cannot open the audit trail in " + opts.home() + ": " + e.getMessage(), e);
+        }
+        try {
+            return Engine.start(cfg.withEgress(egress(opts, operator, trail)).withAudit(trail));
+        } catch (EngineException | RuntimeException e) {
+            trail.close();
+            throw e;
+        }
     }
 
     /**
      * The egress proxy every workspace reaches the outside through. Without an egress config the ceiling is empty:
-     * the proxy still runs, so every refused connection comes back with the proxy's reason.
+     * the proxy still runs, so every refused connection comes back with the proxy's reason. Its decisions go into the
+     * audit chain of the tenant whose workspace made the connection.
      */
-    static EgressSettings egress(Options opts, OperatorConfig operator) throws EngineException {
+    static EgressSettings egress(Options opts, OperatorConfig operator, AuditTrail trail) throws EngineException {
         ProxyConfig cfg;
         try {
             ProxyConfig fromOperator = operator == null ? null : operator.egressConfig();
@@ -63,17 +81,9 @@ final class Drivers {
         } catch (ConfigException e) {
             throw new EngineException(EngineException.Kind.INVALID_ARGUMENT, "egress config " + opts.egressConfig() + ": " + e.getMessage(), e);
         }
-        Path auditFile = opts.home().resolve("audit").resolve("egress.jsonl");
-        FileAuditSink audit;
-        try {
-            java.nio.file.Files.createDirectories(auditFile.getParent());
-            audit = new FileAuditSink(auditFile);
-        } catch (java.io.IOException e) {
-            throw new EngineException(EngineException.Kind.UNAVAILABLE, "cannot open the egress audit log " + auditFile + ": " + e.getMessage(), e);
-        }
         // The interception CA (for secret-bound hosts only) persists in the home: a persistent workspace that was
         // given its certificate keeps trusting the proxy after a server restart.
-        EgressProxy proxy = EgressProxy.builder(cfg).auditSink(audit).caDirectory(opts.home().resolve("ca")).start();
+        EgressProxy proxy = EgressProxy.builder(cfg).auditSink(trail.egressSink()).caDirectory(opts.home().resolve("ca")).start();
         return new EgressSettings(proxy, cfg.ceiling(), cfg.secrets());
     }
 }

@@ -108,7 +108,7 @@ final class HomeSocket implements AutoCloseable {
         };
         McpSyncServer mcp = null;
         try (c) {
-            mcp = BerthServer.build(new StdioServerTransportProvider(BerthServer.JSON, in, Channels.newOutputStream(c)), engine);
+            mcp = BerthServer.build(new StdioServerTransportProvider(BerthServer.JSON, in, Channels.newOutputStream(c)), engine, "home-socket");
             eof.await();
         } catch (IOException | InterruptedException | RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "home session ended: " + e.getMessage());

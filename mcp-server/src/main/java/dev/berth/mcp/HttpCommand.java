@@ -15,7 +15,8 @@ import java.util.concurrent.CountDownLatch;
 /**
  * {@code berth http}: MCP over Streamable HTTP and the legacy HTTP+SSE transport for many tenants, each
  * authenticated by a bearer token and confined to its own workspaces. Runs until SIGTERM/SIGINT, then closes the
- * transports and the engine (ephemeral workspaces deleted, persistent ones parked).
+ * transports and the engine (ephemeral workspaces deleted, persistent ones parked). Its own log lines on stderr are
+ * JSON ({@code BERTH_LOG_FORMAT=text} for plain); {@code /metrics} serves the engine's and the JVM's meters.
  */
 final class HttpCommand {
     private HttpCommand() {}
@@ -34,9 +35,15 @@ final class HttpCommand {
             System.err.println("berth: " + e.getMessage());
             return 2;
         }
+        if (!"text".equals(System.getenv("BERTH_LOG_FORMAT"))) JsonLogFormatter.install();
+        var meters = new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+        new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(meters);
+        new io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics().bindTo(meters);
+        new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(meters);
+        new io.micrometer.core.instrument.binder.system.UptimeMetrics().bindTo(meters);
         Engine engine;
         try {
-            engine = Drivers.engine(opts, config);
+            engine = Drivers.engine(opts, config, meters);
         } catch (EngineException e) {
             System.err.println("berth: " + e.getMessage());
             return 1;
@@ -52,9 +59,9 @@ final class HttpCommand {
                 .contextExtractor(CallContext.EXTRACTOR)
                 .maxRequestSize(HttpServer.MAX_BODY)
                 .keepAliveInterval(Duration.ofSeconds(30)).build();
-        McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations);
-        McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations);
-        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse);
+        McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations, "streamable-http");
+        McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations, "sse");
+        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse, meters);
         // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
         HomeSocket home = HomeSocket.listen(engine.home(), engine);
         CountDownLatch stopped = new CountDownLatch(1);

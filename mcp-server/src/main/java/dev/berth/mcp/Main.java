@@ -6,7 +6,8 @@ import java.util.List;
 
 /**
  * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code http} (MCP over HTTP, multi-tenant), {@code setup} (prepare this machine; idempotent),
- * {@code doctor} (which isolation drivers run here and why not the others), {@code version}.
+ * {@code doctor} (which isolation drivers run here and why not the others), {@code audit} (verify, receipt, export),
+ * {@code version}.
  */
 public final class Main {
     private Main() {}
@@ -17,6 +18,7 @@ public final class Main {
         PrintStream out = System.out;
         int code;
         try {
+            if (cmd.equals("audit")) System.exit(AuditCommand.run(rest, out, System.err)); // its own options
             Options opts = Options.parse(rest);
             if (!cmd.equals("http")) opts.onlyCommonOptions(cmd);
             code = switch (cmd) {
@@ -52,7 +54,14 @@ public final class Main {
                   stdio    serve MCP over stdin/stdout (for Claude Code, Claude Desktop, ...)
                   http     serve MCP over Streamable HTTP (/mcp) and legacy HTTP+SSE (/sse) to authenticated tenants
                   setup    install and prepare what the isolation drivers need (idempotent)
-                  doctor   say which isolation drivers this machine supports, and why not the others
+                  doctor   say which isolation drivers this machine supports, and why not the others; print the
+                           public key that signs receipts and audit heads
+                  audit verify [--tenant T]            check the audit chains, name the first broken record
+                  audit receipt FILE [--public-key F]  check a run receipt's signature (and its chain position when
+                                                       the home's audit log is at hand)
+                  audit export --tenant T [--since WHEN] [--type TYPE] [--out FILE]
+                                                       verified records as JSON Lines (for a SIEM); WHEN is an
+                                                       instant, a date or an age (24h, 7d)
                   version  print the version
                 options:
                   --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,

@@ -25,10 +25,28 @@ import tools.jackson.databind.json.JsonMapper;
  * resolved against the file's folder.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard, LifecycleConfig lifecycle) {
+                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null);
+    }
+
+    /**
+     * @param onFailure what a tool call does when its audit record cannot be written: "refuse" (default: the call fails
+     *                  with the reason, nothing runs unrecorded) or "continue" (it runs unrecorded; the error is logged)
+     */
+    public record Audit(@JsonProperty("on_failure") String onFailure) {}
+
+    /**
+     * The Prometheus endpoint {@code /metrics} of {@code berth http}; absent = no endpoint.
+     *
+     * @param tokenSha256 SHA-256 (hex) of the operator's scrape token; tenant tokens never open it
+     */
+    public record Metrics(@JsonProperty("token_sha256") String tokenSha256) {}
+
+    public dev.berth.engine.audit.AuditTrail.OnFailure auditOnFailure() {
+        String v = audit == null || audit.onFailure() == null ? "refuse" : audit.onFailure();
+        return dev.berth.engine.audit.AuditTrail.OnFailure.valueOf(v.toUpperCase(java.util.Locale.ROOT));
     }
 
     /**
@@ -189,7 +207,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (bind != null || port != null) {
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
-                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle());
+                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
+                    c.metrics());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth);
@@ -221,7 +240,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
-        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle);
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle,
+                audit, metrics);
     }
 
     /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
@@ -263,6 +283,16 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             } catch (IllegalArgumentException e) {
                 throw new ConfigException(at + "guard.mode: " + e.getMessage());
             }
+        }
+        if (audit != null && !List.of("refuse", "continue").contains(String.valueOf(audit.onFailure()))) {
+            throw new ConfigException(at + "audit.on_failure must be \"refuse\" or \"continue\", got \"" + audit.onFailure() + "\"");
+        }
+        if (metrics != null && (metrics.tokenSha256() == null || !SHA256_HEX.matcher(metrics.tokenSha256()).matches())) {
+            throw new ConfigException(at + "metrics.token_sha256 must be 64 lowercase hex digits (sha256sum of the operator's"
+                    + " scrape token), got \"" + metrics.tokenSha256() + "\"");
+        }
+        if (metrics != null && auth != null && auth.tokens().stream().anyMatch(t -> t != null && metrics.tokenSha256().equals(t.sha256()))) {
+            throw new ConfigException(at + "metrics.token_sha256 is also a tenant's token; the scrape token must be the operator's own");
         }
         java.util.Set<String> bound = java.util.Set.of();
         if (egress != null) {

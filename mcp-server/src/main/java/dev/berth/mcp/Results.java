@@ -116,6 +116,8 @@ final class Results {
                 return x;
             }).toList());
         }
+        if (r.runId() != null) m.put("run_id", r.runId());
+        if (r.receipt() != null) m.put("receipt", r.receipt());
         return m;
     }
 

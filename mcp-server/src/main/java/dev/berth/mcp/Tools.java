@@ -33,13 +33,18 @@ final class Tools {
     private final McpJsonMapper json;
     private final Function<McpSyncServerExchange, Tenant> tenants;
     private final FileTools files;
+    private final ToolAudit audit;
 
-    /** @param tenants who a call is made for: the single local tenant over stdio, the authenticated one over HTTP */
-    Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants) {
+    /**
+     * @param tenants   who a call is made for: the single local tenant over stdio, the authenticated one over HTTP
+     * @param transport how calls arrive ("stdio", "streamable-http", "sse"), recorded as part of the caller
+     */
+    Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants, String transport) {
         this.engine = engine;
         this.json = json;
         this.tenants = tenants;
         this.files = new FileTools(engine);
+        this.audit = new ToolAudit(engine.auditTrail(), transport);
     }
 
     List<SyncToolSpecification> specifications(ToolCatalog catalog) {
@@ -85,10 +90,15 @@ final class Tools {
     }
 
     private CallToolResult call(String tool, Handler h, McpSyncServerExchange exchange, CallToolRequest req) {
+        Tenant tenant = null;
         try {
+            tenant = tenants.apply(exchange);
+            // recorded before anything happens: a call that cannot be recorded does not run (audit.on_failure)
+            audit.call(tenant, tool, exchange, req.arguments());
             Map<String, Object> out = h.handle(exchange, new Args(req.arguments()), req);
             return CallToolResult.builder().structuredContent(out).addTextContent(toJson(out)).build();
         } catch (EngineException e) {
+            if (tenant != null) audit.error(tenant, tool, e.getMessage());
             return error(e.getMessage());
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "tool " + tool + " failed", e);

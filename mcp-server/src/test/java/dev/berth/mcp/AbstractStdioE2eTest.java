@@ -340,8 +340,9 @@ abstract class AbstractStdioE2eTest {
         assertTrue(hook.path("note").asString().contains("agent configuration"), hook.toString());
         JsonNode edit = ok("run", Map.of("workspace", id, "command", "echo '{\"hooks\":{\"x\":1}}' > .claude/settings.json"));
         assertEquals("modified", edit.path("agent_config_changes").get(0).path("change").asString());
-        String audit = Files.readString(home.resolve("audit/agent-config.jsonl"));
-        assertTrue(audit.contains("\"path\":\"/workspace/.claude/settings.json\"") && audit.contains(id), audit);
+        String audit = Files.readString(home.resolve("audit/tenant.local.log")); // guard findings are in the tenant's chain
+        assertTrue(audit.contains("\"type\":\"guard_finding\"") && audit.contains("\"path\":\"/workspace/.claude/settings.json\"")
+                && audit.contains(id), audit);
         ok("close_workspace", Map.of("workspace", id));
     }
 

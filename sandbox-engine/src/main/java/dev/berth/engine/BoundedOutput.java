@@ -3,7 +3,7 @@ package dev.berth.engine;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Keeps the head and the tail of a stream of bytes within a fixed budget and counts the total, so a command that
+ * Keeps the head and the tail of a stream of bytes within a fixed budget, counts the total and digests all of it, so a command that
  * prints gigabytes costs a bounded amount of memory while the agent still sees how it started and how it ended.
  * Thread-safe.
  */
@@ -15,6 +15,7 @@ final class BoundedOutput {
     private int tailStart;   // ring buffer start
     private int tailLen;
     private long total;
+    private final java.security.MessageDigest sha = dev.berth.engine.audit.Canonical.newSha256();
 
     BoundedOutput(int limit) {
         if (limit < 2) throw new IllegalArgumentException("limit must be at least 2 bytes, was " + limit);
@@ -25,6 +26,7 @@ final class BoundedOutput {
 
     synchronized void append(byte[] data) {
         total += data.length;
+        sha.update(data);
         int off = 0;
         if (headLen < headCap) {
             int n = Math.min(headCap - headLen, data.length);
@@ -44,6 +46,9 @@ final class BoundedOutput {
     }
 
     synchronized long totalBytes() { return total; }
+
+    /** Hex SHA-256 of everything appended, kept or not; call once, at the end. */
+    synchronized String sha256() { return java.util.HexFormat.of().formatHex(sha.digest()); }
 
     synchronized boolean truncated() { return total > headLen + tailLen; }
 

@@ -32,7 +32,7 @@ public final class Engine implements AutoCloseable {
     private final WorkspaceRegistry registry = new WorkspaceRegistry();
     private final DriverSelector drivers;
     private final Runner runner;
-    private final EngineAudit audit;
+    private final EngineEvidence evidence;
     private final RunCredentials credentials;
     private final Snapshots snapshots;
     private final WorkspaceLifecycle lifecycle;
@@ -41,16 +41,17 @@ public final class Engine implements AutoCloseable {
 
     private final HomeLock homeLock;
 
-    private Engine(EngineConfig config, Store store, HomeLock homeLock) {
+    private Engine(EngineConfig config, Store store, HomeLock homeLock, EngineEvidence evidence) {
         this.config = config;
         this.store = store;
         this.homeLock = homeLock;
+        this.evidence = evidence;
+        registry.onAdd(evidence::bind);
         this.drivers = new DriverSelector(config);
         this.runner = new Runner(config);
-        this.audit = new EngineAudit(store.home.resolve("audit"));
         this.credentials = new RunCredentials(config);
-        this.snapshots = new Snapshots(store, registry);
-        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials);
+        this.snapshots = new Snapshots(store, registry, evidence);
+        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence);
         this.reaper = new IdleReaper(config, registry, lifecycle);
     }
 
@@ -67,8 +68,16 @@ public final class Engine implements AutoCloseable {
             lock.close();
             throw new EngineException(Kind.UNAVAILABLE, "cannot use " + config.home() + " as Berth home: " + e.getMessage(), e);
         }
-        Engine engine = new Engine(config, store, lock);
+        EngineEvidence evidence;
+        try {
+            evidence = new EngineEvidence(config);
+        } catch (EngineException e) {
+            lock.close();
+            throw e;
+        }
+        Engine engine = new Engine(config, store, lock, evidence);
         new Recovery(config, store, engine.registry, engine.drivers).run();
+        engine.registerGauges();
         engine.reaper.start();
         return engine;
     }
@@ -122,29 +131,40 @@ public final class Engine implements AutoCloseable {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             String runId = Ids.next("run-");
+            Instant startedAt = Instant.now();
+            long t0 = System.nanoTime();
+            evidence.runStarting(ws, runId, req, false);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, runId, req.secrets());
+            evidence.credentialsMinted(ws, runId, creds.bindings());
             WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
+            Policy effective = narrowing == null ? ws.egress.policy() : ws.egress.policy().narrow(narrowing);
             RunResult r;
             ws.journal.started(runId, "run", req.command());
             try {
                 r = runner.run(ws, sandbox, req, listener, creds.injected());
+            } catch (EngineException e) {
+                evidence.runFailed(ws, runId, t0, e);
+                throw e;
             } finally {
                 ws.journal.ended(runId);
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
+                evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
             }
             r = r.withEgressDenied(egress.denials());
             r = r.withSecrets(creds.used(), creds.note());
-            if (!r.agentConfigChanges().isEmpty()) audit.agentConfig(ws, r.agentConfigChanges());
+            evidence.guardFindings(ws, runId, r.agentConfigChanges());
             String lost = ws.recovered;
             if (lost != null) {
                 r = r.withRecovered(lost);
                 ws.recovered = null; // said once, in this result
             }
             r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
-            if (!resumed) return r;
-            return r.withResumed("the workspace was parked and was resumed for this run"
-                    + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+            if (resumed) {
+                r = r.withResumed("the workspace was parked and was resumed for this run"
+                        + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
+            }
+            return evidence.runEnded(ws, runId, startedAt, t0, effective, r, egress);
         });
     }
 
@@ -159,18 +179,24 @@ public final class Engine implements AutoCloseable {
                 }
             }
             BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command());
+            long t0 = System.nanoTime();
+            evidence.runStarting(ws, bp.id, req, true);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
+            evidence.credentialsMinted(ws, bp.id, creds.bindings());
             ws.journal.started(bp.id, "background", req.command());
             try {
                 bp.attach(runner.start(ws, sandbox, req, bp, creds.injected()));
             } catch (EngineException | RuntimeException e) {
                 ws.journal.ended(bp.id);
                 creds.revoke();
+                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
+                if (e instanceof EngineException ee) evidence.runFailed(ws, bp.id, t0, ee);
                 throw e;
             }
             // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
             bp.onEnd(() -> {
                 creds.revoke();
+                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
                 ws.journal.ended(bp.id);
             });
             synchronized (ws.processes) {
@@ -217,7 +243,11 @@ public final class Engine implements AutoCloseable {
     public long writeFile(Tenant tenant, String ref, String path, byte[] data, boolean append, Integer mode) throws EngineException {
         String p = WorkspacePaths.resolve(path);
         int m = FileOps.checkWrite(data, mode);
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.write(sandbox.agent(), p, data, append, m));
+        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> {
+            long n = FileOps.write(sandbox.agent(), p, data, append, m);
+            evidence.fileWritten(ws, p, data, append, m);
+            return n;
+        });
     }
 
     public FileListing listFiles(Tenant tenant, String ref, String path) throws EngineException {
@@ -282,6 +312,17 @@ public final class Engine implements AutoCloseable {
 
     public Path home() { return store.home; }
 
+    /** The audit trail this engine records into (the MCP layer adds tool calls to it). */
+    public dev.berth.engine.audit.AuditTrail auditTrail() { return evidence.trail(); }
+
+    private void registerGauges() {
+        List<String> states = java.util.Arrays.stream(WorkspaceState.values()).map(s -> s.name().toLowerCase(java.util.Locale.ROOT)).toList();
+        evidence.metrics().gauges(states, drivers.report().keySet(),
+                (state, iso) -> registry.all().stream().filter(w -> w.driver.name().equals(iso)
+                        && w.state().name().toLowerCase(java.util.Locale.ROOT).equals(state)).count(),
+                iso -> registry.all().stream().filter(w -> w.driver.name().equals(iso) && w.sandboxLive()).count());
+    }
+
     /** The running sandbox of a workspace (resumed if parked), for tests in this package that look at it from the host. */
     Sandbox sandboxOf(Tenant tenant, String ref) throws EngineException {
         return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> sandbox);
@@ -306,6 +347,7 @@ public final class Engine implements AutoCloseable {
             lifecycle.shutdown();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
+            evidence.close(); // after the proxy: its last egress records go into the chain first
             homeLock.close();
         }
     }

@@ -47,6 +47,11 @@ final class RunCredentials {
             if (grant != null) grant.close();
         }
 
+        /** The bindings this run got placeholders for (names only). */
+        List<String> bindings() {
+            return grant == null ? List.of() : List.copyOf(injected.bindingByEnv().values().stream().sorted().toList());
+        }
+
         List<SecretUse> used() {
             if (grant == null) return List.of();
             return grant.uses().stream().map(u -> new SecretUse(u.binding(), u.host(), u.count())).toList();

@@ -16,17 +16,21 @@ import java.time.Instant;
  *                     boot, runs in flight that were lost), or null
  * @param idleParkAt   when the idle policy will park the workspace if nothing happens, or null
  * @param expiresAt    when the policy will close and delete the (ephemeral) workspace, or null
+ * @param stdoutSha256 SHA-256 of everything the command wrote to stdout (kept or not); likewise stderrSha256
+ * @param runId        the run's id, as its audit records and receipt name it (null until the engine assigns it)
+ * @param receipt      the signed receipt (see {@code dev.berth.engine.audit.Receipts}), null until issued
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
                         boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
                         java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
-                        String recovered, Instant idleParkAt, Instant expiresAt) {
+                        String recovered, Instant idleParkAt, Instant expiresAt, String stdoutSha256, String stderrSha256,
+                        String runId, java.util.Map<String, Object> receipt) {
 
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
-                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt);
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
     }
 
     RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
@@ -36,23 +40,29 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
             n = n == null ? said : n + "; " + said;
         }
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
     }
 
     RunResult withSecrets(java.util.List<SecretUse> used, String said) {
         String n = said == null ? note : note == null ? said : note + "; " + said;
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
     }
 
     RunResult withRecovered(String what) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt);
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
     }
 
     RunResult withLifecycle(Instant idlePark, Instant expires) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idlePark, expires);
+                idlePark, expires, stdoutSha256, stderrSha256, runId, receipt);
+    }
+
+    RunResult withReceipt(String id, java.util.Map<String, Object> signed) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
+                idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed);
     }
 }

@@ -21,9 +21,12 @@ final class Snapshots {
     private final WorkspaceRegistry registry;
     private final SnapshotCatalog catalog;
 
-    Snapshots(Store store, WorkspaceRegistry registry) {
+    private final EngineEvidence evidence;
+
+    Snapshots(Store store, WorkspaceRegistry registry, EngineEvidence evidence) {
         this.store = store;
         this.registry = registry;
+        this.evidence = evidence;
         this.catalog = new SnapshotCatalog(store);
     }
 
@@ -63,6 +66,7 @@ final class Snapshots {
     }
 
     SnapshotInfo take(Tenant tenant, Workspace ws, String name) throws EngineException {
+        long started = System.nanoTime();
         ws.lock.lock();
         try {
             Transitions.Effect effect = ws.admit(WorkspaceAction.SNAPSHOT);
@@ -105,6 +109,9 @@ final class Snapshots {
                     out.stateBytes(), Instant.now().toString(), ws.fromSnapshot);
             store.save(tmp, rec);
             Files.move(tmp, store.snapshotDir(id), StandardCopyOption.ATOMIC_MOVE);
+            evidence.lifecycle(ws, "snapshot", java.util.Map.of("snapshot", id, "snapshot_name", rec.name(),
+                    "memory_kept", out.memoryKept(), "state_bytes", out.stateBytes()), started);
+            evidence.snapshotDigest(ws, id, store.snapshotDir(id));
             return rec.info();
         } catch (IOException e) {
             throw new EngineException(Kind.INTERNAL, "snapshot of workspace '" + ws.label() + "' failed: " + e.getMessage(), e);
@@ -134,6 +141,7 @@ final class Snapshots {
             } catch (IOException e) {
                 throw new EngineException(Kind.INTERNAL, "deleting snapshot '" + snap.name() + "' failed: " + e.getMessage(), e);
             }
+            evidence.snapshotDeleted(tenant, snap.info());
             return snap.info();
         }
     }

@@ -17,8 +17,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * Connects a workspace's egress tunnels (what a process inside sent to the agent's proxy port) to the egress proxy,
- * with the workspace's policy, and hands every denial to the runs active at that moment so each run result can list
- * what it was refused.
+ * with the workspace's policy, and hands every decision to the runs active at that moment so each run result can list
+ * what it was refused (and its receipt what it was allowed).
  *
  * <p>Runs share one sandbox and one uid, so a connection cannot be attributed to one run with certainty. A run that
  * narrows the policy therefore narrows it for the whole workspace while it is active (never widening anything), and
@@ -63,6 +63,7 @@ final class WorkspaceEgress implements TunnelHandler {
         final String runId;
         final Policy narrowing;
         private final Map<String, EgressDenial> denied = new LinkedHashMap<>();
+        private final Map<String, Long> allowed = new java.util.TreeMap<>();
 
         RunEgress(String runId, Policy narrowing) {
             this.runId = runId;
@@ -75,6 +76,11 @@ final class WorkspaceEgress implements TunnelHandler {
         }
 
         synchronized List<EgressDenial> denials() { return new ArrayList<>(denied.values()); }
+
+        synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
+
+        /** Allowed decisions (connections and requests) while the run was active, by host:port. */
+        synchronized Map<String, Long> allowedHosts() { return new java.util.TreeMap<>(allowed); }
     }
 
     RunEgress begin(String runId, Policy narrowing) {
@@ -125,7 +131,10 @@ final class WorkspaceEgress implements TunnelHandler {
     }
 
     private void onDecision(Decision d) {
-        if (d.allowed()) return;
+        if (d.allowed()) {
+            for (RunEgress r : active) r.allow(d.host(), d.port());
+            return;
+        }
         for (RunEgress r : active) r.add(d.host(), d.port(), d.reason());
     }
 

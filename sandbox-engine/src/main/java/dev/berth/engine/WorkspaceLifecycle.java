@@ -32,8 +32,11 @@ final class WorkspaceLifecycle {
     private final Snapshots snapshots;
     private final RunCredentials credentials;
 
+    private final EngineEvidence evidence;
+
     WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
-                       Snapshots snapshots, RunCredentials credentials) {
+                       Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence) {
+        this.evidence = evidence;
         this.config = config;
         this.store = store;
         this.registry = registry;
@@ -45,6 +48,7 @@ final class WorkspaceLifecycle {
     // ---------------------------------------------------------------- open
 
     OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
+        long t0 = System.nanoTime();
         String name = req.name();
         WorkspaceRegistry.checkName("workspace", name);
         String lc = req.lifecycle() == null ? "auto" : req.lifecycle();
@@ -82,12 +86,22 @@ final class WorkspaceLifecycle {
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
             ws.sandbox = driver.start(startRequest(ws, mode));
             connect(ws);
+            java.util.Map<String, Object> extra = new java.util.LinkedHashMap<>();
+            if (snap != null) {
+                extra.put("from_snapshot", snap.id());
+                extra.put("snapshot_name", snap.name());
+            }
+            extra.put("egress_policy_digest", EngineEvidence.policyDigest(egressPolicy));
+            if (!secrets.isEmpty()) extra.put("secrets", secrets);
+            // recorded before the workspace counts as running: if the record cannot be made, the open fails and is undone
+            evidence.lifecycle(ws, snap == null ? "open" : "fork", extra, t0);
             ws.move(Step.STARTED);
             store.save(ws);
             String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
                     : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
             return new OpenResult(ws.info(), true, false, note);
         } catch (SandboxException | IOException | EngineException e) {
+            evidence.failed(snap == null ? "open" : "fork", driver.name(), t0);
             registry.remove(ws);
             ws.move(Step.START_FAILED);
             if (ws.sandbox != null) ws.sandbox.destroy();
@@ -121,6 +135,7 @@ final class WorkspaceLifecycle {
         try {
             ws.admit(WorkspaceAction.RUN);
             boolean resumed = ensureRunning(tenant, ws);
+            if (!resumed) evidence.lifecycle(ws, "reopen", java.util.Map.of(), 0);
             return new OpenResult(ws.info(), false, resumed, resumed
                     ? "reopened and resumed the parked workspace" : "reopened the running workspace");
         } finally {
@@ -147,15 +162,18 @@ final class WorkspaceLifecycle {
             ws.sandbox = null;
         }
         if (ws.state() == WorkspaceState.PARKED) registry.checkQuota(tenant, ws.resources, false);
+        long t0 = System.nanoTime();
         ws.move(Step.RESUME);
         try {
             ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
             connect(ws);
+            evidence.lifecycle(ws, "resume", java.util.Map.of(), t0); // before it counts as running, as for open
             ws.move(Step.RESUMED);
             ws.lastUsedAt = Instant.now();
             store.save(ws);
             return true;
         } catch (SandboxDamagedException e) {
+            evidence.failed("resume", ws.driver.name(), t0);
             ws.sandbox = null;
             ws.move(Step.DAMAGED);
             ws.recovered = "damaged: its saved state failed verification (" + e.getMessage() + "); nothing was resumed";
@@ -169,6 +187,7 @@ final class WorkspaceLifecycle {
                     + " workspace is marked damaged. Close it with delete: true, or ask the operator to inspect "
                     + ws.stateDir(), e);
         } catch (SandboxException | IOException | EngineException e) {
+            evidence.failed("resume", ws.driver.name(), t0);
             if (ws.sandbox != null) ws.sandbox.destroy();
             ws.sandbox = null;
             ws.move(Step.RESUME_FAILED);
@@ -197,6 +216,7 @@ final class WorkspaceLifecycle {
 
     /** Parks a running workspace. Caller holds the lock. */
     ParkResult parkLocked(Workspace ws) throws EngineException {
+        long t0 = System.nanoTime();
         ws.move(Step.PARK);
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
@@ -205,16 +225,20 @@ final class WorkspaceLifecycle {
             ws.move(Step.PARKED);
             store.save(ws);
             Store.deleteQuietly(ws.runtimeDir);
+            // after the fact and never refused: the park has happened (the MCP layer recorded the call before it)
+            evidence.lifecycleQuietly(ws, "park", java.util.Map.of("memory_kept", out.memoryKept(), "state_bytes", out.stateBytes()), t0);
             String note = out.memoryKept() ? "files, memory and running processes kept; the next run resumes exactly here"
                     : "files kept; running processes were stopped (the " + ws.driver.name()
                     + " driver cannot keep memory); the next run starts the workspace again";
             return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);
         } catch (SandboxStillRunningException e) {
+            evidence.failed("park", ws.driver.name(), t0);
             ws.move(Step.PARK_FAILED);
             throw new EngineException(Kind.UNAVAILABLE, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
                     + ". Free disk space on the server (or ask the operator) and park again", e);
         } catch (SandboxException | IOException e) {
             // the sandbox is in an unknown state: stop it, keep the files
+            evidence.failed("park", ws.driver.name(), t0);
             ws.forgetProcesses();
             if (ws.sandbox != null) ws.sandbox.destroy();
             ws.sandbox = null;
@@ -252,6 +276,7 @@ final class WorkspaceLifecycle {
 
     /** Stops the sandbox and deletes everything of the workspace. Caller holds the lock. */
     void destroyAndDelete(Workspace ws) {
+        long t0 = System.nanoTime();
         ws.forgetProcesses();
         ws.egress.forget();
         if (ws.sandbox != null) ws.sandbox.destroy();
@@ -261,6 +286,7 @@ final class WorkspaceLifecycle {
         ws.driver.cleanupRuntime(ws.runtimeDir);
         Store.deleteQuietly(ws.runtimeDir);
         Store.deleteQuietly(ws.dir);
+        evidence.lifecycleQuietly(ws, "close", java.util.Map.of(), t0);
     }
 
     // ---------------------------------------------------------------- shutdown

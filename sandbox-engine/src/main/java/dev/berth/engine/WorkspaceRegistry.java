@@ -24,7 +24,15 @@ final class WorkspaceRegistry {
     /** Held while a name is checked and claimed, or a snapshot name checked, or dependents of a snapshot counted. */
     final Object namesLock = new Object();
 
-    void add(Workspace ws) { byId.put(ws.id, ws); }
+    private volatile java.util.function.Consumer<Workspace> onAdd = ws -> { };
+
+    /** Called with every workspace added (opened or recovered), before anyone else can see it. */
+    void onAdd(java.util.function.Consumer<Workspace> listener) { this.onAdd = listener; }
+
+    void add(Workspace ws) {
+        onAdd.accept(ws);
+        byId.put(ws.id, ws);
+    }
 
     void remove(Workspace ws) { byId.remove(ws.id, ws); }
 

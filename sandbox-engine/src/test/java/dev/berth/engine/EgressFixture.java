@@ -47,13 +47,23 @@ public final class EgressFixture {
      * roots), {@code binding} configured, and its interception CA kept in {@code caDir}.
      */
     public static EgressSettings secretProxy(List<String> entries, int tlsPort, Path trustedRoot, SecretBinding binding, Path caDir) {
+        return secretProxy(entries, tlsPort, trustedRoot, binding, caDir, dev.berth.proxy.AuditSink.discard());
+    }
+
+    /** The same, with the proxy's audit records going to {@code audit} (an audit trail's egress sink). */
+    public static EgressSettings secretProxy(List<String> entries, int tlsPort, Path trustedRoot, SecretBinding binding, Path caDir,
+                                             dev.berth.proxy.AuditSink audit) {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).tlsPorts(java.util.Set.of(443, tlsPort))
                 .unsafeAllowLoopbackUpstreams(true).upstreamTrustFiles(List.of(trustedRoot)).secret(binding).build();
-        return new EgressSettings(start(cfg, caDir), cfg.ceiling(), cfg.secrets());
+        return new EgressSettings(start(cfg, caDir, audit), cfg.ceiling(), cfg.secrets());
     }
 
     private static EgressProxy start(ProxyConfig cfg, Path caDir) {
-        EgressProxy.Builder b = EgressProxy.builder(cfg).resolver(host -> {
+        return start(cfg, caDir, dev.berth.proxy.AuditSink.discard());
+    }
+
+    private static EgressProxy start(ProxyConfig cfg, Path caDir, dev.berth.proxy.AuditSink audit) {
+        EgressProxy.Builder b = EgressProxy.builder(cfg).auditSink(audit).resolver(host -> {
             if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
             throw new UnknownHostException(host);
         });

@@ -20,7 +20,8 @@ import org.apache.tomcat.util.descriptor.web.FilterMap;
  * One embedded Tomcat serving both MCP HTTP transports: Streamable HTTP at {@value #MCP} and the legacy HTTP+SSE
  * transport at {@value #SSE} + {@value #MESSAGE}, plus the protected resource metadata. Every request passes, in
  * order: Host/Origin validation (all paths), bearer authentication (MCP paths), session ownership (a session is
- * usable only by the tenant that opened it), the cancellation tap (MCP POSTs).
+ * usable only by the tenant that opened it), the cancellation tap (MCP POSTs). {@value #METRICS} checks the operator's
+ * scrape token itself.
  * Error pages carry a status line only: no stack trace, no server version.
  */
 public final class HttpServer implements AutoCloseable {
@@ -28,6 +29,8 @@ public final class HttpServer implements AutoCloseable {
     public static final String SSE = "/sse";
     public static final String MESSAGE = "/message";
     public static final String RESOURCE_METADATA = "/.well-known/oauth-protected-resource";
+    /** Prometheus exposition, for the operator's scrape token only; served when the config has a metrics section. */
+    public static final String METRICS = "/metrics";
     /** Largest JSON-RPC message accepted; tool inputs (commands, stdin) are well below it. */
     public static final int MAX_BODY = 4 * 1024 * 1024;
 
@@ -37,9 +40,11 @@ public final class HttpServer implements AutoCloseable {
     /**
      * @param streamable the SDK's Streamable HTTP servlet
      * @param sse        the SDK's legacy SSE servlet (serves both {@value #SSE} and {@value #MESSAGE})
+     * @param meters     what {@value #METRICS} exposes when the config has a metrics section
      */
     public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
-                      HttpServlet streamable, HttpServlet sse) throws IOException {
+                      HttpServlet streamable, HttpServlet sse,
+                      io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters) throws IOException {
         baseDir = Files.createTempDirectory("berth-http-");
         tomcat.setBaseDir(baseDir.toString());
         Connector connector = new Connector();
@@ -59,6 +64,7 @@ public final class HttpServer implements AutoCloseable {
         servlet(ctx, "sse", sse, SSE, MESSAGE);
         String resource = config.http().publicUrl();
         String issuer = config.auth().jwt() == null ? null : config.auth().jwt().issuer();
+        if (config.metrics() != null) servlet(ctx, "metrics", new MetricsServlet(meters, config.metrics().tokenSha256()), METRICS);
         servlet(ctx, "resource-metadata", new ResourceMetadataServlet(resource, issuer), RESOURCE_METADATA, RESOURCE_METADATA + MCP);
 
         filter(ctx, "host-origin", new HostOriginFilter(config.http().allowedOrigins(), config.http().allowedHosts()), "/*");

@@ -69,6 +69,15 @@ public final class GvisorDriver implements IsolationDriver {
     }
 
     @Override
+    public String imageId() {
+        try {
+            return "host-usr+" + AgentBinary.extract(home.resolve("images")).getFileName() + "+runsc-" + (runsc == null ? "none" : runsc.release());
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    @Override
     public List<Limit> limits(Resources r) {
         List<Limit> out = new ArrayList<>();
         boolean v1 = CgroupLimits.hierarchy().equals("v1");

@@ -117,6 +117,16 @@ public final class MicrovmDriver implements IsolationDriver {
         return a;
     }
 
+    /** The guest image's content-derived id (kernel, initramfs inputs, agent, base disk recipe). */
+    @Override
+    public String imageId() {
+        try {
+            return image().id();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     /**
      * The image this driver runs, resolved once per driver (resolving asks apt for the kernel version and hashes
      * every input: about a second, too much for every start). A new driver instance sees a rebuilt image.

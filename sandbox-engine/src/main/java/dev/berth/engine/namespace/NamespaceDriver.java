@@ -73,6 +73,16 @@ public final class NamespaceDriver implements IsolationDriver {
                 false, false, false, "none");
     }
 
+    /** The host's /usr (shared read-only, so not an image of ours) and the agent binary, by its content hash. */
+    @Override
+    public String imageId() {
+        try {
+            return "host-usr+" + AgentBinary.extract(home.resolve("images")).getFileName();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
         Availability a = probe();

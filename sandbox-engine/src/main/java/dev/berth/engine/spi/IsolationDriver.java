@@ -32,6 +32,14 @@ public interface IsolationDriver {
     }
 
     /**
+     * What this driver's sandboxes run from, for the audit log and run receipts: a content-derived image id, or a
+     * description naming what is shared with the host; null when unknown. Cheap after the first call.
+     */
+    default String imageId() {
+        return null;
+    }
+
+    /**
      * Starts a sandbox: fresh, from the workspace's own parked state, or forked from a snapshot (see
      * {@link StartRequest.Mode}). Returns once the guest agent has answered HELLO.
      *
