@@ -33,8 +33,10 @@ abstract class AbstractSharedHomeE2eTest {
         try (McpBridge a = McpBridge.stdio(home, serverArgs())) {
             long ownerPid = a.connect().path("pid").asLong();
             a.ok("open_workspace", Map.of("name", "shared"));
-            a.ok("run", Map.of("workspace", "shared", "command",
-                    "echo from-a > a.txt; sh -c 'while true; do date +%s%N > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 &"));
+            a.ok("run", Map.of("workspace", "shared", "command", "echo from-a > a.txt"));
+            // a long-lived process is a background run of its own: on namespace and gVisor nothing outlives its run
+            a.ok("run", Map.of("workspace", "shared", "background", true, "command",
+                    "while true; do date +%s%N > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.2; done"));
             List<Long> sandboxesBefore = sandboxes(ownerPid);
             assertFalse(sandboxesBefore.isEmpty());
             try (McpBridge b = McpBridge.stdio(home, serverArgs())) {
