@@ -28,6 +28,7 @@ import tools.jackson.databind.json.JsonMapper;
  *   "secrets": {
  *     "github": {"env": "GITHUB_TOKEN", "hosts": ["api.github.com", "github.com"],
  *                "fromEnv": "BERTH_SECRET_GITHUB",            // or "fromFile": "/run/secrets/gh" (exactly one)
+ *                "headers": ["Authorization"],                 // where the placeholder is swapped (default)
  *                "unsafeAllowPlainHttp": false}                // default false
  *   },
  *   "tls": {"upstreamTrust": ["/etc/berth/corp-ca.pem"],      // extra CAs for intercepted upstreams
@@ -44,7 +45,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls");
-    private static final Set<String> SECRET = Set.of("env", "hosts", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
+    private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
     private static final Set<String> LIMITS = Set.of("maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
@@ -184,6 +185,16 @@ public final class ConfigLoader {
                 if (!h.isString()) throw new ConfigException(where + ": \"hosts\" entries must be strings, got " + h);
                 hostList.add(h.stringValue());
             }
+            List<String> headerList = null;
+            JsonNode headers = s.get("headers");
+            if (headers != null) {
+                if (!headers.isArray() || headers.isEmpty()) throw new ConfigException(where + ": \"headers\" must be a non-empty array of header names");
+                headerList = new ArrayList<>();
+                for (JsonNode h : headers.values()) {
+                    if (!h.isString()) throw new ConfigException(where + ": \"headers\" entries must be strings, got " + h);
+                    headerList.add(h.stringValue());
+                }
+            }
             JsonNode plain = s.get("unsafeAllowPlainHttp");
             if (plain != null && !plain.isBoolean()) throw new ConfigException(where + ": \"unsafeAllowPlainHttp\" must be a boolean");
             JsonNode fromEnv = s.get("fromEnv");
@@ -213,6 +224,7 @@ public final class ConfigLoader {
             }
             try {
                 SecretBinding binding = SecretBinding.of(name, envName.stringValue(), hostList, value);
+                if (headerList != null) binding = binding.withHeaders(headerList);
                 b.secret(plain != null && plain.booleanValue() ? binding.withUnsafeAllowPlainHttp(true) : binding);
             } catch (IllegalArgumentException ex) {
                 throw new ConfigException(ex.getMessage());

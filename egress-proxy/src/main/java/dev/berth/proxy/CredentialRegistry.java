@@ -103,43 +103,57 @@ final class CredentialRegistry {
     }
 
     /**
-     * Replaces every placeholder in the request target and header values (and inside the base64 of
-     * {@code Authorization: Basic}) with its value, or refuses the whole request. {@code headers}
-     * is not modified.
+     * Replaces each placeholder in the headers its binding names (default {@code Authorization}, including inside the
+     * base64 of {@code Authorization: Basic}) with its value, or refuses the whole request: a placeholder anywhere
+     * else (the request target, any other header) is refused, never swapped, because an origin that echoes the URL
+     * or a header would hand the real value back to the workspace. {@code headers} is not modified.
      */
     Rewrite rewrite(EgressContext ctx, String host, boolean https, String target, List<String[]> headers) {
+        if (target.indexOf("berth-secret-") >= 0 && PLACEHOLDER.matcher(target).find()) {
+            return Rewrite.refused(misplaced(target, "the request target"));
+        }
         List<Injection> injected = new ArrayList<>();
         List<String[]> encoded = new ArrayList<>();
         String[] refusal = new String[1];
-        String newTarget = substitute(target, ctx, host, https, injected, refusal);
         List<String[]> out = new ArrayList<>(headers.size());
         for (String[] h : headers) {
             if (refusal[0] != null) break;
             String v = h[1];
             if (h[0].equalsIgnoreCase("Authorization") && v.regionMatches(true, 0, "Basic ", 0, 6)) {
-                v = basic(v, ctx, host, https, injected, encoded, refusal);
+                v = basic(h[0], v, ctx, host, https, injected, encoded, refusal);
             } else {
-                v = substitute(v, ctx, host, https, injected, refusal);
+                v = substitute(h[0], v, ctx, host, https, injected, refusal);
             }
             out.add(v == h[1] ? h : new String[] {h[0], v});
         }
         if (refusal[0] != null) return Rewrite.refused(refusal[0]);
-        return new Rewrite(newTarget, out, List.copyOf(injected), List.copyOf(encoded), null);
+        return new Rewrite(target, out, List.copyOf(injected), List.copyOf(encoded), null);
     }
 
-    private String basic(String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
+    /** Reason for a placeholder found where no binding lets it be substituted. */
+    private String misplaced(String s, String where) {
+        Matcher m = PLACEHOLDER.matcher(s);
+        m.find();
+        Live l = live.get(m.group());
+        String names = l == null ? null : String.join(", ", l.binding().headers());
+        return "credential placeholder in " + where + " is refused, never swapped: "
+                + (l == null ? "placeholders are substituted only in the headers their binding names (default Authorization)"
+                : "credential '" + l.binding().name() + "' is substituted only in header(s) " + names);
+    }
+
+    private String basic(String name, String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
                          String[] refusal) {
         String token = v.substring(6).strip();
         byte[] decoded;
         try {
             decoded = Base64.getDecoder().decode(token);
         } catch (IllegalArgumentException notBase64) {
-            return substitute(v, ctx, host, https, injected, refusal);
+            return substitute(name, v, ctx, host, https, injected, refusal);
         }
         // userinfo is ISO-8859-1 or UTF-8 in practice; placeholders and values are ASCII either way.
         String plain = new String(decoded, StandardCharsets.ISO_8859_1);
-        String replaced = substitute(plain, ctx, host, https, injected, refusal);
-        if (replaced == plain) return substitute(v, ctx, host, https, injected, refusal);
+        String replaced = substitute(name, plain, ctx, host, https, injected, refusal);
+        if (replaced == plain) return substitute(name, v, ctx, host, https, injected, refusal);
         String newToken = Base64.getEncoder().encodeToString(replaced.getBytes(StandardCharsets.ISO_8859_1));
         // Remember the pair: an upstream echoing the Authorization header back must not hand the
         // workspace the base64 that decodes to the value.
@@ -148,19 +162,23 @@ final class CredentialRegistry {
     }
 
     /** Returns {@code s} itself when it holds no placeholder; sets refusal[0] on the first bad one. */
-    private String substitute(String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
+    private String substitute(String header, String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
         if (refusal[0] != null || s.indexOf("berth-secret-") < 0) return s;
         Matcher m = PLACEHOLDER.matcher(s);
         StringBuilder sb = null;
         int last = 0;
         while (m.find()) {
             String ph = m.group();
-            String why = check(ph, ctx, host, https);
+            Live l = live.get(ph);
+            String why = check(l, ctx, host, https);
+            if (why == null && !l.binding().injectsInto(header)) {
+                why = "credential placeholder in header '" + HostNames.printable(header) + "' is refused, never swapped: credential '"
+                        + l.binding().name() + "' is substituted only in header(s) " + String.join(", ", l.binding().headers());
+            }
             if (why != null) {
                 refusal[0] = why;
                 return s;
             }
-            Live l = live.get(ph);
             if (sb == null) sb = new StringBuilder(s.length() + 64);
             sb.append(s, last, m.start()).append(l.binding().value());
             last = m.end();
@@ -170,8 +188,7 @@ final class CredentialRegistry {
         return sb.append(s, last, s.length()).toString();
     }
 
-    private String check(String placeholder, EgressContext ctx, String host, boolean https) {
-        Live l = live.get(placeholder);
+    private static String check(Live l, EgressContext ctx, String host, boolean https) {
         if (l == null || l.grant().isClosed()) return UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
         SecretBinding b = l.binding();

@@ -38,6 +38,7 @@ final class CredentialFixture implements AutoCloseable {
     static final String GITHUB_SECRET = "ghp_REALsecretValue0123456789abcdef";
     static final String NPM_SECRET = "npm_REALsecretValue9876543210";
     static final String PLAIN_SECRET = "plain-REALsecret-42";
+    static final String APIKEY_SECRET = "key_REALsecretValue_5550123";
 
     final Path dir;
     final InterceptionCa upstreamCa = InterceptionCa.generate("upstream-test");
@@ -51,6 +52,8 @@ final class CredentialFixture implements AutoCloseable {
     final List<AuditRecord> audit = new CopyOnWriteArrayList<>();
     /** Authorization headers the HTTPS upstream received, in order. */
     final List<String> seenAuth = new CopyOnWriteArrayList<>();
+    /** Everything the HTTPS upstream received per request (raw URI and every header), in order. */
+    final List<String> seenRaw = new CopyOnWriteArrayList<>();
     final EgressProxy proxy;
     final EgressProxy.Listener listenerA;
     final EgressProxy.Listener listenerB;
@@ -89,9 +92,10 @@ final class CredentialFixture implements AutoCloseable {
                 .secret(SecretBinding.of("untrusted", "UNTRUSTED_TOKEN", List.of("untrusted.cred.test"), "u-secret"))
                 .secret(SecretBinding.of("wrongname", "WRONGNAME_TOKEN", List.of("wrongname.cred.test"), "w-secret"))
                 .secret(SecretBinding.of("plainok", "PLAINOK_TOKEN", List.of("allowed.test"), PLAIN_SECRET).withUnsafeAllowPlainHttp(true))
+                .secret(SecretBinding.of("apikey", "APIKEY_TOKEN", List.of("registry.cred.test"), APIKEY_SECRET).withHeaders(List.of("X-Api-Key")))
                 .build();
         proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2).start();
-        Set<String> all = Set.of("github", "npm", "untrusted", "wrongname", "plainok");
+        Set<String> all = Set.of("github", "npm", "untrusted", "wrongname", "plainok", "apikey");
         listenerA = proxy.listen(loopback(), new EgressContext("ws-a", "run-a", ceiling, decisions::add, all));
         listenerB = proxy.listen(loopback(), new EgressContext("ws-b", "run-b", ceiling, decisionsB::add, all));
     }
@@ -115,6 +119,9 @@ final class CredentialFixture implements AutoCloseable {
             // Echo: what arrived, as facts the test can check without the server knowing the placeholder.
             String auth = ex.getRequestHeaders().getFirst("Authorization");
             seenAuth.add(String.valueOf(auth));
+            seenRaw.add(ex.getRequestURI() + " " + ex.getRequestHeaders().entrySet());
+            String key = ex.getRequestHeaders().getFirst("X-Api-Key");
+            if (key != null) ex.getResponseHeaders().add("X-Echo-Api-Key", key.equals(APIKEY_SECRET) ? "real" : "other");
             ex.getRequestBody().readAllBytes();
             String expected = expectedAuth(ex.getRequestURI().getQuery());
             String body = "auth=" + (auth == null ? "none" : auth.equals(expected) ? "real" : "other") + " sha=" + sha256(auth)

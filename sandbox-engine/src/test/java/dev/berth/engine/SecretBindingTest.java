@@ -98,6 +98,19 @@ class SecretBindingTest {
     }
 
     @Test
+    void placeholderInUrl_refusedWithReason_realValueNeverEchoedIntoTheWorkspace() throws Exception {
+        String ws = open(List.of("gh"));
+        // the upstream echoes the request path: before issue 16 the proxy swapped the placeholder there too
+        RunResult r = sh(ws, "curl -sS --max-time 20 -w ' %{http_code}' " + url("api.cred.test", "/echo/$GH_TOKEN"));
+        assertFalse(r.stdout().contains(REAL) || r.stderr().contains(REAL), r.toString());
+        assertTrue(r.stdout().endsWith(" 403"), r.toString());
+        assertEquals(1, r.egressDenied().size(), r.toString());
+        assertTrue(r.egressDenied().get(0).reason().startsWith("credential placeholder in the request target is refused, never swapped"),
+                r.egressDenied().toString());
+        assertEquals(List.of(), r.secretsUsed());
+    }
+
+    @Test
     void placeholderIsRevokedWhenItsRunReturns() throws Exception {
         String ws = open(List.of("gh"));
         sh(ws, "printf %s \"$GH_TOKEN\" > /workspace/stolen");
