@@ -74,6 +74,21 @@ class EgressEndToEndTest {
     }
 
     @Test
+    void hostlessDenials_bareGetAndHttp2Preface_reportedWithNullHost_resultKept() throws Exception {
+        // bytes that name no host: an origin-form GET straight to the proxy port, and HTTP/2 prior knowledge
+        RunResult r = sh("curl -s --max-time 20 --noproxy '*' -o /dev/null -w '%{http_code}' http://127.0.0.1:3128/; echo;"
+                + " curl -s --max-time 20 --noproxy '*' --http2-prior-knowledge http://127.0.0.1:3128/ >/dev/null; echo done; exit 3");
+        assertEquals(3, r.exitCode(), r.toString());
+        assertTrue(r.stdout().startsWith("400\n") && r.stdout().endsWith("done\n"), r.toString());
+        assertEquals(2, r.egressDenied().size(), r.toString());
+        for (EgressDenial d : r.egressDenied()) {
+            assertEquals(null, d.host(), d.toString());
+            assertEquals(0, d.port(), d.toString());
+            assertTrue(d.reason() != null && !d.reason().isBlank(), d.toString());
+        }
+    }
+
+    @Test
     void runNarrowing_cannotWidenAndNarrowsWhileActive() throws Exception {
         RunResult narrowed = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 http://allowed.test:" + port + "/",
                 null, Map.of(), null, null, null, List.of("also.test:" + port)), OutputListener.NONE);
