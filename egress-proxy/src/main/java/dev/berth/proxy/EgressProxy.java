@@ -91,6 +91,10 @@ public final class EgressProxy implements AutoCloseable {
                     + "; interception CA " + ca.certificate().getSubjectX500Principal().getName()));
         }
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
+        for (String w : cfg.ceiling().sharedSuffixWarnings()) {
+            LOG.log(System.Logger.Level.WARNING, w);
+            b.audit.record(AuditRecord.note("policy-warning", w));
+        }
         if (cfg.unsafeAllowLoopbackUpstreams()) {
             String msg = "UNSAFE: unsafeAllowLoopbackUpstreams is ON - workspaces may reach 127.0.0.0/8 and ::1. Tests/benchmarks only.";
             LOG.log(System.Logger.Level.WARNING, msg);

@@ -32,6 +32,8 @@ import java.util.Set;
 final class HttpForwarder {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host");
     private static final Set<String> FRAMING = Set.of("content-length", "transfer-encoding");
+    private static final Set<String> FORWARDING = Set.of("forwarded", "x-upstream-https-proxy", "x-real-ip", "via", "x-original-url",
+            "x-rewrite-url");
 
     final Session session;
     private final ChannelHandlerContext ctx;
@@ -309,6 +311,9 @@ final class HttpForwarder {
                 continue;
             }
             if (HOP_BY_HOP.contains(lower) || lower.startsWith("proxy-") || listed.contains(lower)) continue;
+            // Hop metadata the workspace could forge to steer an origin or the next proxy (client address, scheme,
+            // an upstream proxy to use): the proxy is the only hop the origin should hear about, and it says nothing.
+            if (FORWARDING.contains(lower) || lower.startsWith("x-forwarded-")) continue;
             out.add(h);
         }
         return out;

@@ -117,6 +117,12 @@ final class Session {
         void finish(String closeReason) {
             if (finished) return;
             finished = true;
+            if (reason == null) {
+                // Ended before its decision (e.g. a malformed chunked body while the name was still resolving):
+                // a denial, and every decision carries a reason.
+                allowed = false;
+                reason = closeReason == null ? "ended before a decision was made" : closeReason;
+            }
             if (holdsUpstreamSlot) {
                 holdsUpstreamSlot = false;
                 session.usage.closed();
