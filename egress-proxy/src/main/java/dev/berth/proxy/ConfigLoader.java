@@ -48,7 +48,7 @@ public final class ConfigLoader {
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
-    private static final Set<String> LIMITS = Set.of("maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
+    private static final Set<String> LIMITS = Set.of("quotaWindowMs", "maxConnectsPerSecond", "placeholderTtlMs", "maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
             "maxTunnelsPerWorkspace", "maxBytesPerWorkspace", "dnsTimeoutMs", "connectTimeoutMs");
     private static final Set<String> UNSAFE = Set.of("unsafeAllowLoopbackUpstreams");
 
@@ -282,6 +282,9 @@ public final class ConfigLoader {
                 case "maxBytesPerWorkspace" -> b.maxBytesPerWorkspace(n);
                 case "dnsTimeoutMs" -> b.dnsTimeout(Duration.ofMillis(n));
                 case "connectTimeoutMs" -> b.connectTimeout(Duration.ofMillis(n));
+                case "quotaWindowMs" -> b.quotaWindow(Duration.ofMillis(n));
+                case "maxConnectsPerSecond" -> b.maxConnectsPerSecond(toInt(n, e.getKey()));
+                case "placeholderTtlMs" -> b.placeholderTtl(Duration.ofMillis(n));
                 default -> throw new AssertionError(e.getKey());
             }
         }

@@ -77,7 +77,7 @@ public final class EgressProxy implements AutoCloseable {
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
         this.credentials = new CredentialRegistry(cfg.secrets());
-        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls);
+        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls, b.nanos);
         for (SecretBinding sb : cfg.secrets().values()) {
             if (sb.unsafeAllowPlainHttp()) {
                 String msg = "UNSAFE: secret '" + sb.name() + "' has unsafeAllowPlainHttp - its value may cross the network unencrypted";
@@ -242,6 +242,10 @@ public final class EgressProxy implements AutoCloseable {
         private AuditSink audit = AuditSink.discard();
         private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         private java.nio.file.Path caDirectory;
+        private java.util.function.LongSupplier nanos = System::nanoTime;
+
+        /** Tests: the clock of quota windows, connection rates and placeholder lifetimes. */
+        Builder clock(java.util.function.LongSupplier nanos) { this.nanos = Objects.requireNonNull(nanos); return this; }
 
         private Builder(ProxyConfig config) {
             this.config = Objects.requireNonNull(config);

@@ -155,7 +155,7 @@ final class HttpForwarder {
     private void write(RequestHead.Body b) {
         int n = b.content().readableBytes();
         ex.bytesUp += n;
-        if (!session.usage.addBytes(n, session.config().maxBytesPerWorkspace())) {
+        if (!session.usage.addBytes(n, session.config())) {
             b.content().release();
             abort("workspace '" + session.context.workspaceId() + "' exceeded its byte quota of "
                     + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
@@ -201,6 +201,12 @@ final class HttpForwarder {
             deny(403, v.reason());
             return;
         }
+        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
+        if (limited != null) {
+            ex.address = v.addressText();
+            deny(429, limited);
+            return;
+        }
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
         rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));
@@ -217,6 +223,11 @@ final class HttpForwarder {
             return;
         }
         if (upstream != null) upstream.close();
+        String tooFast = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        if (tooFast != null) {
+            deny(429, tooFast);
+            return;
+        }
         int max = session.config().maxTunnelsPerWorkspace();
         if (!session.usage.tryOpen(max)) {
             deny(429, "workspace '" + session.context.workspaceId() + "' already has " + max
@@ -288,6 +299,7 @@ final class HttpForwarder {
         for (String[] h : headers) sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
+        session.usage.addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
         upstreamHandler.expect(head.method.equals("HEAD"));
         upstream.write(buf, upstream.voidPromise());
         forwarding = true;

@@ -31,8 +31,12 @@ final class Shared {
         channels.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /** Monotonic nanoseconds for quota windows and connection rates (a fake one in tests). */
+    final java.util.function.LongSupplier nanos;
+
     Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, CredentialRegistry credentials,
-           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls) {
+           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
+        this.nanos = nanos;
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
@@ -50,7 +54,7 @@ final class Shared {
     io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
 
     WorkspaceUsage usage(String workspaceId) {
-        return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage());
+        return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage(nanos));
     }
 
     void forget(String workspaceId) {

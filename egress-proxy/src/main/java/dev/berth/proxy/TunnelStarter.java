@@ -21,6 +21,7 @@ final class TunnelStarter {
     private final ChannelHandlerContext ctx;
     private final RequestDecoder decoder;
     private Session.Exchange ex;
+    private long headBytes;
 
     TunnelStarter(Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
         this.session = session;
@@ -47,6 +48,7 @@ final class TunnelStarter {
             refuse(session.exchange("connect", "CONNECT", HostNames.printable(head.target), 0), 400, e.getMessage());
             return;
         }
+        headBytes = head.wireBytes();
         String shownHost = canonicalOrRaw(target.host());
         ex = session.exchange("connect", "CONNECT", shownHost, target.port());
         session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
@@ -82,6 +84,13 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
+        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
+        if (limited == null) limited = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        if (limited != null) {
+            refuse(ex, 429, limited);
+            return;
+        }
+        session.usage.addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
         if (session.config().tlsPorts().contains(v.port())) {
             List<SecretBinding> bound = session.shared.credentials().bindingsFor(session.context, v.host());
             if (!bound.isEmpty()) {
