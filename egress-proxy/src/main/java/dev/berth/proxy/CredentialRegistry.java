@@ -11,7 +11,12 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import com.github.benmanes.caffeine.cache.Scheduler;
+import java.time.Duration;
+import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -33,6 +38,11 @@ final class CredentialRegistry {
     static final String OTHER_WORKSPACE = "credential placeholder was minted for another workspace";
 
     private record Live(CredentialGrant grant, SecretBinding binding) {}
+
+    /** Called with each grant when it is revoked or expires, and why: the proxy closes the connections opened under it. */
+    interface RevocationListener {
+        void revoked(CredentialGrant grant, String reason);
+    }
 
     /** One binding injected into one request. */
     record Injection(CredentialGrant grant, SecretBinding binding, String placeholder) {}
@@ -56,11 +66,45 @@ final class CredentialRegistry {
     }
 
     private final Map<String, SecretBinding> bindings;
-    private final ConcurrentHashMap<String, Live> live = new ConcurrentHashMap<>();
+    /**
+     * Live placeholders. Entries expire {@code placeholderTtl} after minting (a background run's grant otherwise
+     * lives as long as its process); Caffeine's scheduler evicts them on time, and the removal listener expires the
+     * whole grant, which closes its connections.
+     */
+    private final Cache<String, Live> live;
+    /** Placeholders that expired (not closed by their run), for a day: a refusal then says why. */
+    private final Cache<String, String> expiredReasons;
     private final SecureRandom random = new SecureRandom();
+    private final Duration ttl;
+    private volatile RevocationListener onRevoke = (g, why) -> {};
 
-    CredentialRegistry(Map<String, SecretBinding> bindings) {
+    CredentialRegistry(Map<String, SecretBinding> bindings, Duration ttl, LongSupplier nanos) {
         this.bindings = bindings;
+        this.ttl = ttl;
+        this.live = Caffeine.newBuilder()
+                .expireAfterWrite(ttl)
+                .ticker(nanos::getAsLong)
+                .scheduler(Scheduler.systemScheduler())
+                .executor(Runnable::run)
+                .removalListener((String ph, Live l, RemovalCause cause) -> {
+                    if (cause == RemovalCause.EXPIRED && l != null) l.grant().expire();
+                })
+                .build();
+        this.expiredReasons = Caffeine.newBuilder().expireAfterWrite(Duration.ofDays(1)).maximumSize(100_000)
+                .ticker(nanos::getAsLong).executor(Runnable::run).build();
+    }
+
+    void onRevoke(RevocationListener l) {
+        this.onRevoke = l;
+    }
+
+    /** Runs pending expirations now (tests with a fake clock; the scheduler does it otherwise). */
+    void cleanUp() {
+        live.cleanUp();
+    }
+
+    Duration ttl() {
+        return ttl;
     }
 
     boolean isEmpty() {
@@ -88,8 +132,10 @@ final class CredentialRegistry {
         return g;
     }
 
-    void revoke(Collection<String> placeholders) {
-        for (String p : placeholders) live.remove(p);
+    void revoke(CredentialGrant g, Collection<String> placeholders, String reason) {
+        if (g.expired()) for (String p : placeholders) expiredReasons.put(p, reason);
+        live.invalidateAll(placeholders);
+        onRevoke.revoked(g, reason);
     }
 
     /** Bindings named by the context that may be sent to this host: the CONNECT is then intercepted. */
@@ -134,7 +180,7 @@ final class CredentialRegistry {
     private String misplaced(String s, String where) {
         Matcher m = PLACEHOLDER.matcher(s);
         m.find();
-        Live l = live.get(m.group());
+        Live l = live.getIfPresent(m.group());
         String names = l == null ? null : String.join(", ", l.binding().headers());
         return "credential placeholder in " + where + " is refused, never swapped: "
                 + (l == null ? "placeholders are substituted only in the headers their binding names (default Authorization)"
@@ -169,8 +215,8 @@ final class CredentialRegistry {
         int last = 0;
         while (m.find()) {
             String ph = m.group();
-            Live l = live.get(ph);
-            String why = check(l, ctx, host, https);
+            Live l = live.getIfPresent(ph);
+            String why = l == null ? java.util.Objects.requireNonNullElse(expiredReasons.getIfPresent(ph), UNKNOWN) : check(l, ctx, host, https);
             if (why == null && !l.binding().injectsInto(header)) {
                 why = "credential placeholder in header '" + HostNames.printable(header) + "' is refused, never swapped: credential '"
                         + l.binding().name() + "' is substituted only in header(s) " + String.join(", ", l.binding().headers());
@@ -188,8 +234,13 @@ final class CredentialRegistry {
         return sb.append(s, last, s.length()).toString();
     }
 
+    static String expired(CredentialGrant g) {
+        return "credential placeholder expired: grant of run '" + g.runId() + "' outlived the operator's placeholder lifetime (placeholderTtlMs)";
+    }
+
     private static String check(Live l, EgressContext ctx, String host, boolean https) {
-        if (l == null || l.grant().isClosed()) return UNKNOWN;
+        if (l == null) return UNKNOWN;
+        if (l.grant().isClosed()) return l.grant().expired() ? expired(l.grant()) : UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
         SecretBinding b = l.binding();
         if (!ctx.secrets().contains(b.name())) {

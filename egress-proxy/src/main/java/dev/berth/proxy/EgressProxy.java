@@ -76,8 +76,9 @@ public final class EgressProxy implements AutoCloseable {
             dns.shutdownNow();
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
-        this.credentials = new CredentialRegistry(cfg.secrets());
+        this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
         this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls, b.nanos);
+        credentials.onRevoke(shared::revoked);
         for (SecretBinding sb : cfg.secrets().values()) {
             if (sb.unsafeAllowPlainHttp()) {
                 String msg = "UNSAFE: secret '" + sb.name() + "' has unsafeAllowPlainHttp - its value may cross the network unencrypted";
@@ -168,6 +169,7 @@ public final class EgressProxy implements AutoCloseable {
         ProxyConfig c = shared.config();
         s.client = p.channel();
         shared.track(p.channel());
+        shared.register(s);
         RequestDecoder decoder = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
         p.addLast("idle", new IdleStateHandler(0, 0, c.idleTimeout().toMillis(), TimeUnit.MILLISECONDS));
         p.addLast("decoder", decoder);
@@ -199,6 +201,16 @@ public final class EgressProxy implements AutoCloseable {
         Objects.requireNonNull(workspaceId, "workspaceId");
         Objects.requireNonNull(bindingNames, "bindingNames");
         return credentials.mint(workspaceId, runId, bindingNames);
+    }
+
+    /** The operator's placeholder lifetime. */
+    java.time.Duration credentialsTtl() {
+        return credentials.ttl();
+    }
+
+    /** Tests: runs placeholder expirations due by the clock now (in production Caffeine's scheduler does). */
+    void expireCredentials() {
+        credentials.cleanUp();
     }
 
     /** Drops quota counters for a closed workspace. */

@@ -289,7 +289,10 @@ final class HttpForwarder {
         // One use per request and binding, however often the placeholder occurs in it.
         Set<String> counted = new HashSet<>();
         for (CredentialRegistry.Injection i : rewrite.injected()) {
-            if (counted.add(i.placeholder())) i.grant().used(i.binding().name(), v.host());
+            if (counted.add(i.placeholder())) {
+                i.grant().used(i.binding().name(), v.host());
+                i.grant().usedBy(session);
+            }
         }
         StringBuilder sb = new StringBuilder(256);
         sb.append(head.method).append(' ').append(rewrite.target()).append(" HTTP/1.1\r\n");

@@ -57,6 +57,31 @@ final class Shared {
         return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage(nanos));
     }
 
+    /** Client sessions by workspace and run, so revoking a run's grant can close what the run opened. */
+    private final ConcurrentMap<String, java.util.Set<Session>> byRun = new ConcurrentHashMap<>();
+
+    private static String runKey(String workspaceId, String runId) {
+        return workspaceId + "\n" + runId;
+    }
+
+    void register(Session s) {
+        String run = s.context.runId();
+        if (run == null) return;
+        String key = runKey(s.context.workspaceId(), run);
+        byRun.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(s);
+        s.client.closeFuture().addListener(f -> byRun.computeIfPresent(key, (k, set) -> {
+            set.remove(s);
+            return set.isEmpty() ? null : set;
+        }));
+    }
+
+    /** A grant was revoked or expired: close the connections of its run and those that carried its placeholders. */
+    void revoked(CredentialGrant g, String reason) {
+        java.util.Set<Session> mine = byRun.get(runKey(g.workspaceId(), g.runId()));
+        if (mine != null) for (Session s : mine) s.revoke(reason);
+        for (Session s : g.sessions()) s.revoke(reason);
+    }
+
     void forget(String workspaceId) {
         usage.remove(workspaceId);
     }

@@ -61,6 +61,10 @@ final class CredentialFixture implements AutoCloseable {
     final int pB;
     final int pH;
     final Policy ceiling;
+    /** Added to System.nanoTime() for the proxy's clock: tests jump over placeholder lifetimes. */
+    final java.util.concurrent.atomic.AtomicLong clockOffset = new java.util.concurrent.atomic.AtomicLong();
+    /** Released when the fixture closes: /stream responses hang until then (or until the proxy cuts them). */
+    final java.util.concurrent.CountDownLatch streamsEnd = new java.util.concurrent.CountDownLatch(1);
 
     CredentialFixture(Path dir) throws Exception {
         this.dir = dir;
@@ -94,7 +98,8 @@ final class CredentialFixture implements AutoCloseable {
                 .secret(SecretBinding.of("plainok", "PLAINOK_TOKEN", List.of("allowed.test"), PLAIN_SECRET).withUnsafeAllowPlainHttp(true))
                 .secret(SecretBinding.of("apikey", "APIKEY_TOKEN", List.of("registry.cred.test"), APIKEY_SECRET).withHeaders(List.of("X-Api-Key")))
                 .build();
-        proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2).start();
+        proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2)
+                .clock(() -> System.nanoTime() + clockOffset.get()).start();
         Set<String> all = Set.of("github", "npm", "untrusted", "wrongname", "plainok", "apikey");
         listenerA = proxy.listen(loopback(), new EgressContext("ws-a", "run-a", ceiling, decisions::add, all));
         listenerB = proxy.listen(loopback(), new EgressContext("ws-b", "run-b", ceiling, decisionsB::add, all));
@@ -115,6 +120,18 @@ final class CredentialFixture implements AutoCloseable {
         HttpsServer s = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
         s.setHttpsConfigurator(new HttpsConfigurator(ssl));
         s.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+        s.createContext("/stream", ex -> {
+            // a streamed response that does not end by itself: one chunk, then nothing until the fixture closes
+            ex.sendResponseHeaders(200, 0);
+            ex.getResponseBody().write("first-chunk\n".getBytes(StandardCharsets.UTF_8));
+            ex.getResponseBody().flush();
+            try {
+                streamsEnd.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            ex.close();
+        });
         s.createContext("/", ex -> {
             // Echo: what arrived, as facts the test can check without the server knowing the placeholder.
             String auth = ex.getRequestHeaders().getFirst("Authorization");
@@ -230,6 +247,7 @@ final class CredentialFixture implements AutoCloseable {
 
     @Override
     public void close() {
+        streamsEnd.countDown();
         listenerA.close();
         listenerB.close();
         proxy.close();
