@@ -242,6 +242,14 @@ final class CredentialRegistry {
         if (l == null) return UNKNOWN;
         if (l.grant().isClosed()) return l.grant().expired() ? expired(l.grant()) : UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
+        if (ctx.runId() == null) {
+            return "credential placeholder of run '" + l.grant().runId() + "' is refused on a connection that belongs to no run"
+                    + " (it was opened by a process outside every run's process tree)";
+        }
+        if (!l.grant().runId().equals(ctx.runId())) {
+            return "credential placeholder was minted for run '" + l.grant().runId() + "'; this connection belongs to run '"
+                    + ctx.runId() + "'";
+        }
         SecretBinding b = l.binding();
         if (!ctx.secrets().contains(b.name())) {
             return "credential '" + b.name() + "' is not enabled for this connection (not in the workspace's secrets)";

@@ -192,13 +192,15 @@ public final class EgressProxy implements AutoCloseable {
 
     /**
      * Mints one placeholder per named binding for one run. The placeholders are honoured only on
-     * connections whose {@link EgressContext#workspaceId()} is {@code workspaceId} and whose
+     * connections whose {@link EgressContext#workspaceId()} is {@code workspaceId}, whose
+     * {@link EgressContext#runId()} is {@code runId}, and whose
      * {@link EgressContext#secrets()} names the binding, and only until the grant is closed.
      *
      * @throws IllegalArgumentException naming unknown bindings and listing the configured ones
      */
     public CredentialGrant mint(String workspaceId, String runId, java.util.Collection<String> bindingNames) {
         Objects.requireNonNull(workspaceId, "workspaceId");
+        Objects.requireNonNull(runId, "runId"); // placeholders are honoured only on connections of this run
         Objects.requireNonNull(bindingNames, "bindingNames");
         return credentials.mint(workspaceId, runId, bindingNames);
     }

@@ -339,7 +339,7 @@ class CredentialInjectionTest {
 
     @Test
     void mint_unknownBinding_namesItAndListsConfigured() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> f.proxy.mint("ws-a", null, List.of("github", "gitlab")));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> f.proxy.mint("ws-a", "run-a", List.of("github", "gitlab")));
         assertEquals("unknown secret binding(s) [gitlab]; configured: [github, npm, untrusted, wrongname, plainok, apikey]", e.getMessage());
     }
 

@@ -243,7 +243,7 @@ public final class Engine implements AutoCloseable {
             WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
             RunResult r;
             try {
-                r = runner.run(ws, sandbox, req, listener, creds.injected());
+                r = runner.run(ws, sandbox, req, listener, creds.injected(), egress);
             } finally {
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
@@ -259,6 +259,7 @@ public final class Engine implements AutoCloseable {
 
     /** Starts a command in the background and returns at once; read its output with {@link #process}. */
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
+        Policy narrowing = req.egress() == null ? null : parsePolicy(req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             synchronized (ws.processes) {
                 ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);
@@ -269,14 +270,19 @@ public final class Engine implements AutoCloseable {
             }
             BackgroundProcess bp = new BackgroundProcess(newId("p-"), ws.id, req.command());
             Credentials creds = credentials(tenant, ws, bp.id, req.secrets());
+            WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels
             try {
-                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected()));
+                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected(), egress));
             } catch (EngineException | RuntimeException e) {
+                ws.egress.end(egress);
                 creds.revoke();
                 throw e;
             }
             // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
-            bp.onEnd(creds::revoke);
+            bp.onEnd(() -> {
+                ws.egress.end(egress);
+                creds.revoke();
+            });
             synchronized (ws.processes) {
                 ws.processes.put(bp.id, bp);
             }

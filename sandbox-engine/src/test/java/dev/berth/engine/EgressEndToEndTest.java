@@ -88,6 +88,41 @@ class EgressEndToEndTest {
         }
     }
 
+    ProcessStatus waitFor(ProcessStatus p) throws EngineException {
+        ProcessStatus s = engine.process(Tenant.LOCAL, ws, p.process(), 0L, 0L, 30, null, 65536);
+        StringBuilder out = new StringBuilder(s.stdout());
+        for (int i = 0; i < 10 && s.running(); i++) {
+            s = engine.process(Tenant.LOCAL, ws, p.process(), null, null, 30, null, 65536);
+            out.append(s.stdout());
+        }
+        return new ProcessStatus(s.process(), s.workspace(), s.pid(), s.command(), s.running(), s.exitCode(), s.signal(), s.timedOut(),
+                out.toString(), s.stderr(), s.stdoutFrom(), s.stdoutNext(), s.stderrFrom(), s.stderrNext(), s.stdoutDropped(),
+                s.stderrDropped(), s.durationMs(), s.note());
+    }
+
+    @Test
+    void backgroundRunNarrowing_appliesToItsOwnConnections() throws Exception {
+        ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}'"
+                + " http://allowed.test:" + port + "/bg", null, Map.of(), null, null, null, List.of("also.test:" + port), null));
+        ProcessStatus done = waitFor(bg);
+        assertEquals("403", done.stdout(), done.toString());
+        // the narrowing was the background run's own: a foreground run meanwhile and afterwards is not narrowed by it
+        assertEquals("hello from upstream /fg", sh("curl -sS --max-time 20 http://allowed.test:" + port + "/fg").stdout());
+    }
+
+    @Test
+    void denialOfABackgroundRun_isNotReportedToAConcurrentForegroundRun() throws Exception {
+        sh("rm -f /workspace/bg-denied");
+        ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "curl -s --max-time 20 -o /dev/null -w '%{http_code}'"
+                + " http://denied.test:" + port + "/ > /workspace/bg-denied.tmp; mv /workspace/bg-denied.tmp /workspace/bg-denied",
+                null, Map.of(), null, null, null));
+        // the foreground run is active while the background run is denied: it waits for that to have happened
+        RunResult fg = sh("while [ ! -s /workspace/bg-denied ]; do sleep 0.05; done; cat /workspace/bg-denied");
+        assertEquals("403", fg.stdout(), fg.toString());
+        assertEquals(List.of(), fg.egressDenied(), "another run's denial was attributed to this run");
+        waitFor(bg);
+    }
+
     @Test
     void runNarrowing_cannotWidenAndNarrowsWhileActive() throws Exception {
         RunResult narrowed = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 http://allowed.test:" + port + "/",

