@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.Resources;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -70,7 +71,7 @@ final class Store {
     Path snapshotDir(String id) { return snapshots.resolve(id); }
 
     void save(Workspace ws) throws IOException {
-        String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
+        String persisted = ws.state() == WorkspaceState.PARKED ? "parked" : ws.state() == WorkspaceState.DAMAGED ? "damaged" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
                 ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
                 ws.secrets.isEmpty() ? null : ws.secrets);
@@ -100,4 +101,13 @@ final class Store {
     static void deleteTree(Path root) throws IOException { dev.berth.engine.spi.Trees.delete(root); }
 
     static long treeBytes(Path root) { return dev.berth.engine.spi.Trees.bytes(root); }
+
+    /** Deletes a tree, logging (not throwing) what could not be deleted: for clean-up after a failure. */
+    static void deleteQuietly(Path p) {
+        try {
+            deleteTree(p);
+        } catch (IOException e) {
+            System.getLogger("berth.engine").log(System.Logger.Level.WARNING, "could not delete " + p + ": " + e.getMessage());
+        }
+    }
 }

@@ -5,12 +5,17 @@ import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The engine's mutable record of one workspace. Lifecycle fields are guarded by {@link #lock}; a lifecycle
  * transition holds the lock for its whole duration, so other callers wait rather than observe a half-done move.
  * Runs hold the lock only to check the state and count themselves in {@link #activeRuns}.
+ *
+ * <p>The state changes only through {@link #move}, which asks the table in {@link Transitions}.
  */
 final class Workspace {
     final String id;
@@ -26,22 +31,25 @@ final class Workspace {
     final ReentrantLock lock = new ReentrantLock();
 
     /** Background processes by id; guarded by itself. */
-    final java.util.Map<String, BackgroundProcess> processes = new java.util.LinkedHashMap<>();
+    final Map<String, BackgroundProcess> processes = new LinkedHashMap<>();
 
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
-    final java.util.List<String> egressRequest;
+    final List<String> egressRequest;
     final WorkspaceEgress egress;
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
-    final java.util.List<String> secrets;
+    final List<String> secrets;
 
-    WorkspaceState state;
+    private volatile WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
     volatile Instant lastUsedAt;
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
-              String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState state,
-              java.util.List<String> egressRequest, WorkspaceEgress egress, java.util.List<String> secrets) {
+              String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
+              List<String> egressRequest, WorkspaceEgress egress, List<String> secrets) {
+        if (initial != WorkspaceState.CREATING && initial != WorkspaceState.PARKED && initial != WorkspaceState.DAMAGED) {
+            throw new IllegalArgumentException("a workspace starts creating, or is recovered parked or damaged, not " + initial);
+        }
         this.id = id;
         this.tenant = tenant;
         this.name = name;
@@ -52,11 +60,29 @@ final class Workspace {
         this.resources = resources;
         this.dir = dir;
         this.runtimeDir = runtimeDir;
-        this.state = state;
+        this.state = initial;
         this.lastUsedAt = createdAt;
         this.egressRequest = egressRequest;
         this.egress = egress;
-        this.secrets = secrets == null ? java.util.List.of() : java.util.List.copyOf(secrets);
+        this.secrets = secrets == null ? List.of() : List.copyOf(secrets);
+    }
+
+    WorkspaceState state() { return state; }
+
+    /** Takes one step of the state machine; the only way this workspace's state changes. Caller holds the lock. */
+    WorkspaceState move(Transitions.Step step) {
+        state = Transitions.next(state, step, label());
+        return state;
+    }
+
+    /** Admits a caller's action in the current state, or refuses it by name. */
+    Transitions.Effect admit(WorkspaceAction action) throws EngineException {
+        return Transitions.admit(action, state, label());
+    }
+
+    /** The sandbox is up and its agent answers. */
+    boolean sandboxLive() {
+        return sandbox != null && sandbox.isAlive() && sandbox.agent().isOpen();
     }
 
     Path stateDir() { return dir.resolve("state"); }

@@ -54,7 +54,7 @@ class EngineLifecycleTest {
             assertTrue(assertThrows(EngineException.class, () -> engine.park(B, ref)).getMessage().startsWith(expected));
             assertTrue(assertThrows(EngineException.class, () -> engine.snapshot(B, ref, null)).getMessage().startsWith(expected));
             assertTrue(assertThrows(EngineException.class, () -> engine.closeWorkspace(B, ref, true)).getMessage().startsWith(expected));
-            assertTrue(assertThrows(EngineException.class, () -> engine.sandboxFor(B, ref)).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.sandboxOf(B, ref)).getMessage().startsWith(expected));
         }
         for (String ref : List.of(snap.id(), "alice-snap")) {
             var e = assertThrows(EngineException.class, () -> engine.open(B, new OpenRequest(null, null, ref, null, null)));
@@ -130,7 +130,7 @@ class EngineLifecycleTest {
     void sandboxKilled_midRun_clearErrorAndNextRunRestartsIt() throws Exception {
         String id = engine.open(A, OpenRequest.persistent("fragile")).workspace().id();
         sh(A, id, "echo kept > f");
-        long pid = engine.sandboxFor(A, id).hostPid();
+        long pid = engine.sandboxOf(A, id).hostPid();
         Thread killer = Thread.ofVirtual().start(() -> {
             try {
                 Thread.sleep(500);
