@@ -44,7 +44,8 @@ import tools.jackson.databind.json.JsonMapper;
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls");
+    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules");
+    private static final Set<String> RULE = Set.of("hosts", "pushRepos");
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
@@ -116,6 +117,8 @@ public final class ConfigLoader {
         if (tls != null) tls(tls, b);
         JsonNode secrets = root.get("secrets");
         if (secrets != null) secrets(secrets, b, env);
+        JsonNode rules = root.get("registryRules");
+        if (rules != null) registryRules(rules, b);
         try {
             return b.build();
         } catch (IllegalArgumentException e) {
@@ -230,6 +233,38 @@ public final class ConfigLoader {
                 throw new ConfigException(ex.getMessage());
             }
         }
+    }
+
+    private static void registryRules(JsonNode rules, ProxyConfig.Builder b) throws ConfigException {
+        if (!rules.isObject()) throw new ConfigException("\"registryRules\" must be an object of kind (npm, pypi, maven, git) -> {\"hosts\", \"pushRepos\"}");
+        for (Map.Entry<String, JsonNode> e : rules.properties()) {
+            RegistryRule.Kind kind;
+            try {
+                kind = RegistryRule.Kind.valueOf(e.getKey().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException bad) {
+                throw new ConfigException("registryRules: unknown kind '" + HostNames.printable(e.getKey()) + "' (npm, pypi, maven, git)");
+            }
+            JsonNode r = e.getValue();
+            if (!r.isObject()) throw new ConfigException("registryRules." + e.getKey() + " must be an object");
+            checkKeys(r, RULE, "registryRules." + e.getKey());
+            try {
+                b.registryRule(RegistryRule.of(kind, strings(r.get("hosts"), "registryRules." + e.getKey() + ".hosts"),
+                        strings(r.get("pushRepos"), "registryRules." + e.getKey() + ".pushRepos")));
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(ex.getMessage());
+            }
+        }
+    }
+
+    private static List<String> strings(JsonNode n, String where) throws ConfigException {
+        if (n == null) return null;
+        if (!n.isArray()) throw new ConfigException(where + " must be an array of strings");
+        List<String> out = new ArrayList<>();
+        for (JsonNode x : n.values()) {
+            if (!x.isString()) throw new ConfigException(where + " entries must be strings, got " + x);
+            out.add(x.stringValue());
+        }
+        return out;
     }
 
     private static Policy.Entry entry(JsonNode e, String where) throws ConfigException {

@@ -66,7 +66,7 @@ public final class EgressProxy implements AutoCloseable {
         io.netty.handler.ssl.SslContext upstreamTls = null;
         try {
             ca = b.caDirectory == null ? InterceptionCa.generate(instance) : InterceptionCa.loadOrCreate(b.caDirectory, instance);
-            if (!cfg.secrets().isEmpty()) {
+            if (cfg.intercepts()) {
                 upstreamTls = UpstreamTls.clientContext(cfg.upstreamTrustFiles());
                 ca.serverContext("warm-up.invalid"); // generates the shared leaf key now, not on the first CONNECT
             }
@@ -92,6 +92,7 @@ public final class EgressProxy implements AutoCloseable {
                     + "; interception CA " + ca.certificate().getSubjectX500Principal().getName()));
         }
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
+        if (!cfg.registryRules().isEmpty()) b.audit.record(AuditRecord.note("registry-rules", cfg.registryRules().toString()));
         for (String w : cfg.ceiling().sharedSuffixWarnings()) {
             LOG.log(System.Logger.Level.WARNING, w);
             b.audit.record(AuditRecord.note("policy-warning", w));
@@ -203,6 +204,14 @@ public final class EgressProxy implements AutoCloseable {
         Objects.requireNonNull(runId, "runId"); // placeholders are honoured only on connections of this run
         Objects.requireNonNull(bindingNames, "bindingNames");
         return credentials.mint(workspaceId, runId, bindingNames);
+    }
+
+    /**
+     * True when the proxy terminates TLS for hosts of every workspace (registry rules), so every workspace must trust
+     * its CA, not only workspaces with secret bindings.
+     */
+    public boolean interceptsForEveryWorkspace() {
+        return !shared.config().registryRules().isEmpty();
     }
 
     /** The operator's placeholder lifetime. */

@@ -207,6 +207,13 @@ final class HttpForwarder {
             deny(429, limited);
             return;
         }
+        RegistryRule rule = session.config().registryRule(v.host());
+        String ruled = rule == null ? null : rule.refusal(v.host(), head.method, originForm);
+        if (ruled != null) {
+            ex.address = v.addressText();
+            deny(403, ruled);
+            return;
+        }
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
         rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));

@@ -36,6 +36,7 @@ public final class ProxyConfig {
     private final Duration quotaWindow;
     private final int maxConnectsPerSecond;
     private final Duration placeholderTtl;
+    private final java.util.List<RegistryRule> registryRules;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -54,6 +55,21 @@ public final class ProxyConfig {
         this.quotaWindow = b.quotaWindow;
         this.maxConnectsPerSecond = b.maxConnectsPerSecond;
         this.placeholderTtl = b.placeholderTtl;
+        this.registryRules = java.util.List.copyOf(b.registryRules);
+    }
+
+    /** Package-aware rules for registry and git hosts (read-only; git pushes only to listed repositories). */
+    public java.util.List<RegistryRule> registryRules() { return registryRules; }
+
+    /** The rule for a host, or null. */
+    RegistryRule registryRule(String canonicalHost) {
+        for (RegistryRule r : registryRules) if (r.matchesHost(canonicalHost)) return r;
+        return null;
+    }
+
+    /** Does the proxy terminate TLS for any host (secret bindings or registry rules)? Workspaces then need its CA. */
+    public boolean intercepts() {
+        return !secrets.isEmpty() || !registryRules.isEmpty();
     }
 
     public static Builder builder() {
@@ -103,6 +119,7 @@ public final class ProxyConfig {
         b.quotaWindow = quotaWindow;
         b.maxConnectsPerSecond = maxConnectsPerSecond;
         b.placeholderTtl = placeholderTtl;
+        b.registryRules.addAll(registryRules);
         b.secrets.putAll(secrets);
         b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
@@ -125,6 +142,9 @@ public final class ProxyConfig {
         private Duration quotaWindow = Duration.ofDays(1);
         private int maxConnectsPerSecond = 30;
         private Duration placeholderTtl = Duration.ofHours(12);
+        private final java.util.List<RegistryRule> registryRules = new java.util.ArrayList<>();
+
+        public Builder registryRule(RegistryRule r) { this.registryRules.add(Objects.requireNonNull(r)); return this; }
 
         public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }
         public Builder maxConnectsPerSecond(int v) { this.maxConnectsPerSecond = positive(v, "maxConnectsPerSecond"); return this; }
@@ -177,6 +197,14 @@ public final class ProxyConfig {
                         throw new IllegalArgumentException("secret '" + b.name() + "' is bound to host " + b.hosts().get(i)
                                 + " which the egress allow-list does not allow"
                                 + (b.unsafeAllowPlainHttp() ? "" : " (on port " + new java.util.TreeSet<>(tlsPorts) + ")"));
+                    }
+                }
+            }
+            for (RegistryRule r : registryRules) {
+                for (int i = 0; i < r.patterns().size(); i++) {
+                    if (!ceiling.covers(r.patterns().get(i), tlsPorts)) {
+                        throw new IllegalArgumentException("registry rule " + r.kind().name().toLowerCase(java.util.Locale.ROOT) + " names host "
+                                + r.hosts().get(i) + " which the egress allow-list does not allow (on port " + new java.util.TreeSet<>(tlsPorts) + ")");
                     }
                 }
             }

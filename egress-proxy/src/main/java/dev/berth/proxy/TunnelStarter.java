@@ -93,8 +93,9 @@ final class TunnelStarter {
         session.usage.addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
         if (session.config().tlsPorts().contains(v.port())) {
             List<SecretBinding> bound = session.shared.credentials().bindingsFor(session.context, v.host());
-            if (!bound.isEmpty()) {
-                intercept(v, bound);
+            RegistryRule rule = session.config().registryRule(v.host());
+            if (!bound.isEmpty() || rule != null) {
+                intercept(v, bound, rule);
                 return;
             }
         }
@@ -130,11 +131,15 @@ final class TunnelStarter {
      * Terminates TLS instead of tunnelling: answers 200 without dialing (each inner request is
      * decided and dialed on its own), then parses the connection as HTTPS requests to this host.
      */
-    private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound) {
+    private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound, RegistryRule rule) {
         Channel client = ctx.channel();
         ex.address = v.addressText();
-        String why = v.reason() + "; TLS intercepted for credential injection (binding"
-                + (bound.size() > 1 ? "s " : " ") + String.join(", ", bound.stream().map(b -> "'" + b.name() + "'").toList()) + ")";
+        String why = v.reason();
+        if (!bound.isEmpty()) {
+            why += "; TLS intercepted for credential injection (binding" + (bound.size() > 1 ? "s " : " ")
+                    + String.join(", ", bound.stream().map(b -> "'" + b.name() + "'").toList()) + ")";
+        }
+        if (rule != null) why += "; TLS intercepted for " + rule.kind().label() + " registry rules";
         Interception in = new Interception(v.host(), v.port(), ex, why);
         client.closeFuture().addListener(f -> {
             if (!ex.finished()) {

@@ -69,7 +69,8 @@ final class CredentialFixture implements AutoCloseable {
     CredentialFixture(Path dir) throws Exception {
         this.dir = dir;
         KeyPair kp = InterceptionCa.rsaKeyPair();
-        X509Certificate cert = upstreamCa.issue(kp.getPublic(), List.of("api.cred.test", "registry.cred.test", "plain.cred.test"));
+        X509Certificate cert = upstreamCa.issue(kp.getPublic(), List.of("api.cred.test", "registry.cred.test", "plain.cred.test",
+                "npmreg.cred.test", "pypi.cred.test", "maven.cred.test", "git.cred.test"));
         https = httpsServer(kp, cert, upstreamCa.certificate());
         KeyPair rk = InterceptionCa.rsaKeyPair();
         rogue = httpsServer(rk, rogueCa.issue(rk.getPublic(), List.of("untrusted.cred.test")), rogueCa.certificate());
@@ -78,13 +79,14 @@ final class CredentialFixture implements AutoCloseable {
         pB = rogue.getAddress().getPort();
         pH = http.port();
         for (String n : List.of("api.cred.test", "registry.cred.test", "plain.cred.test", "wrongname.cred.test", "untrusted.cred.test",
-                "allowed.test")) {
+                "allowed.test", "npmreg.cred.test", "pypi.cred.test", "maven.cred.test", "git.cred.test")) {
             resolver.map(n, "127.0.0.1");
         }
         Path trust = dir.resolve("upstream-ca.pem");
         Files.writeString(trust, upstreamCa.certificatePem());
         ceiling = Policy.of(List.of("api.cred.test:" + pA + "," + pH, "registry.cred.test:" + pA, "plain.cred.test:" + pA,
-                "wrongname.cred.test:" + pA, "untrusted.cred.test:" + pB, "allowed.test:" + pH));
+                "wrongname.cred.test:" + pA, "untrusted.cred.test:" + pB, "allowed.test:" + pH,
+                "npmreg.cred.test:" + pA, "pypi.cred.test:" + pA, "maven.cred.test:" + pA, "git.cred.test:" + pA));
         ProxyConfig cfg = ProxyConfig.builder()
                 .ceiling(ceiling)
                 .tlsPorts(Set.of(443, pA, pB))
@@ -97,6 +99,10 @@ final class CredentialFixture implements AutoCloseable {
                 .secret(SecretBinding.of("wrongname", "WRONGNAME_TOKEN", List.of("wrongname.cred.test"), "w-secret"))
                 .secret(SecretBinding.of("plainok", "PLAINOK_TOKEN", List.of("allowed.test"), PLAIN_SECRET).withUnsafeAllowPlainHttp(true))
                 .secret(SecretBinding.of("apikey", "APIKEY_TOKEN", List.of("registry.cred.test"), APIKEY_SECRET).withHeaders(List.of("X-Api-Key")))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.NPM, List.of("npmreg.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.PYPI, List.of("pypi.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.MAVEN, List.of("maven.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.GIT, List.of("git.cred.test"), List.of("org/allowed")))
                 .build();
         proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2)
                 .clock(() -> System.nanoTime() + clockOffset.get()).start();
