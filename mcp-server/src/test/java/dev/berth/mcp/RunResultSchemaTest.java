@@ -16,7 +16,7 @@ class RunResultSchemaTest {
         RunResult r = new RunResult("ws-1", 7, 0, "out", "err", 3, 3, false, false, 12, false, false, null, List.of(),
                 List.of(new EgressDenial(null, 0, "request target '/' is not absolute-form (a proxy needs http://host/...)", 1),
                         new EgressDenial("denied.test", 80, "host 'denied.test' matches no allowlist entry", 2)),
-                List.of());
+                List.of(), null, null, null);
         SchemaCheck.assertValid("run", McpBridge.JSON.valueToTree(Results.run(r)));
     }
 }

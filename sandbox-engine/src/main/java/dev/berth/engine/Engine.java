@@ -39,9 +39,12 @@ public final class Engine implements AutoCloseable {
     private final IdleReaper reaper;
     private volatile boolean closed;
 
-    private Engine(EngineConfig config, Store store) {
+    private final HomeLock homeLock;
+
+    private Engine(EngineConfig config, Store store, HomeLock homeLock) {
         this.config = config;
         this.store = store;
+        this.homeLock = homeLock;
         this.drivers = new DriverSelector(config);
         this.runner = new Runner(config);
         this.audit = new EngineAudit(store.home.resolve("audit"));
@@ -51,15 +54,20 @@ public final class Engine implements AutoCloseable {
         this.reaper = new IdleReaper(config, registry, lifecycle);
     }
 
-    /** Opens the engine on {@code config.home()}, recovering what a previous process left there. */
+    /**
+     * Opens the engine on {@code config.home()}: takes ownership of the home ({@link HomeLock}; CONFLICT when a live
+     * process owns it), then recovers what a previous owner left there.
+     */
     public static Engine start(EngineConfig config) throws EngineException {
+        HomeLock lock = HomeLock.acquire(config.home().toAbsolutePath());
         Store store;
         try {
             store = new Store(config.home());
         } catch (IOException e) {
+            lock.close();
             throw new EngineException(Kind.UNAVAILABLE, "cannot use " + config.home() + " as Berth home: " + e.getMessage(), e);
         }
-        Engine engine = new Engine(config, store);
+        Engine engine = new Engine(config, store, lock);
         new Recovery(config, store, engine.registry, engine.drivers).run();
         engine.reaper.start();
         return engine;
@@ -117,15 +125,23 @@ public final class Engine implements AutoCloseable {
             RunCredentials.Grant creds = credentials.mint(tenant, ws, runId, req.secrets());
             WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
             RunResult r;
+            ws.journal.started(runId, "run", req.command());
             try {
                 r = runner.run(ws, sandbox, req, listener, creds.injected(), egress);
             } finally {
+                ws.journal.ended(runId);
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
             }
             r = r.withEgressDenied(egress.denials());
             r = r.withSecrets(creds.used(), creds.note());
             if (!r.agentConfigChanges().isEmpty()) audit.agentConfig(ws, r.agentConfigChanges());
+            String lost = ws.recovered;
+            if (lost != null) {
+                r = r.withRecovered(lost);
+                ws.recovered = null; // said once, in this result
+            }
+            r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
             if (!resumed) return r;
             return r.withResumed("the workspace was parked and was resumed for this run"
                     + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
@@ -146,10 +162,12 @@ public final class Engine implements AutoCloseable {
             BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command());
             RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
             WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels
+            ws.journal.started(bp.id, "background", req.command());
             try {
                 bp.attach(runner.start(ws, sandbox, req, bp, creds.injected(), egress));
             } catch (EngineException | RuntimeException e) {
                 ws.egress.end(egress);
+                ws.journal.ended(bp.id);
                 creds.revoke();
                 throw e;
             }
@@ -157,6 +175,7 @@ public final class Engine implements AutoCloseable {
             bp.onEnd(() -> {
                 ws.egress.end(egress);
                 creds.revoke();
+                ws.journal.ended(bp.id);
             });
             synchronized (ws.processes) {
                 ws.processes.put(bp.id, bp);
@@ -291,6 +310,7 @@ public final class Engine implements AutoCloseable {
             lifecycle.shutdown();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
+            homeLock.close();
         }
     }
 }

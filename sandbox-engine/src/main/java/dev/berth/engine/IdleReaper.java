@@ -4,10 +4,13 @@ import java.time.Instant;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.LongStream;
 
 /**
- * Parks idle persistent workspaces and closes idle ephemeral ones, on one daemon thread. A workspace with a run in
- * flight, or one whose lock is held by a transition, is left for the next round. Thread-safe.
+ * Applies the operator's {@link LifecyclePolicy} on one daemon thread: parks persistent workspaces whose
+ * {@link Workspace#idleParkAt} has passed and closes ephemeral ones whose {@link Workspace#expiresAt} has passed. A
+ * workspace with a run in flight, or whose lock a transition holds, is left for the next round, so nothing is ever
+ * parked or closed in the middle of a run. Thread-safe.
  */
 final class IdleReaper implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.engine");
@@ -27,30 +30,38 @@ final class IdleReaper implements AutoCloseable {
         this.lifecycle = lifecycle;
     }
 
+    /** Checks every quarter of the shortest timer of any policy, at least every second and at most every minute. */
     void start() {
-        long period = Math.max(5, Math.min(60, Math.min(positive(config.idleParkSeconds()), positive(config.idleCloseSeconds())) / 4));
+        long shortest = LongStream.concat(LongStream.of(timers(config.lifecycle())),
+                        config.tenantLifecycle().values().stream().flatMapToLong(p -> LongStream.of(timers(p))))
+                .filter(v -> v > 0).min().orElse(240);
+        long period = Math.max(1, Math.min(60, shortest / 4));
         timer.scheduleWithFixedDelay(this::reap, period, period, TimeUnit.SECONDS);
     }
 
-    private static long positive(long v) { return v > 0 ? v : Long.MAX_VALUE / 8; }
+    private static long[] timers(LifecyclePolicy p) {
+        return new long[] {p.idleParkSeconds(), p.idleCloseSeconds(), p.ttlSeconds()};
+    }
 
     void reap() {
         Instant now = Instant.now();
         for (Workspace ws : registry.all()) {
-            long limit = ws.lifecycle == Lifecycle.PERSISTENT ? config.idleParkSeconds() : config.idleCloseSeconds();
-            if (limit <= 0 || ws.lastUsedAt.plusSeconds(limit).isAfter(now)) continue;
+            Instant due = ws.lifecycle == Lifecycle.PERSISTENT ? ws.idleParkAt() : ws.expiresAt();
+            if (due == null || due.isAfter(now)) continue;
             if (!ws.lock.tryLock()) continue;
             try {
-                if (ws.activeRuns > 0 || ws.state() != WorkspaceState.RUNNING) continue;
+                if (ws.activeRuns > 0) continue;
                 if (ws.lifecycle == Lifecycle.PERSISTENT) {
+                    if (ws.state() != WorkspaceState.RUNNING) continue;
                     lifecycle.parkLocked(ws);
                     LOG.log(System.Logger.Level.INFO, "parked idle workspace " + ws.label());
                 } else {
+                    if (ws.state() != WorkspaceState.RUNNING && ws.state() != WorkspaceState.PARKED) continue;
                     lifecycle.destroyAndDelete(ws);
-                    LOG.log(System.Logger.Level.INFO, "closed idle ephemeral workspace " + ws.label());
+                    LOG.log(System.Logger.Level.INFO, "closed ephemeral workspace " + ws.label() + " (idle or past its TTL)");
                 }
-            } catch (EngineException e) {
-                LOG.log(System.Logger.Level.WARNING, e.getMessage());
+            } catch (EngineException | RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "lifecycle policy on " + ws.label() + ": " + e.getMessage());
             } finally {
                 ws.lock.unlock();
             }

@@ -39,6 +39,18 @@ final class Workspace {
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
     final List<String> secrets;
 
+    /** Runs in flight, on disk, so the server after a crash can say which it lost. */
+    final RunJournal journal;
+
+    /**
+     * What a fault took from this workspace (a server crash, a lost sandbox, a cold boot), said in words by every
+     * result until a run has reported it; null when nothing was lost.
+     */
+    volatile String recovered;
+
+    /** The operator's lifecycle policy for this workspace's tenant. */
+    volatile LifecyclePolicy policy = LifecyclePolicy.DEFAULT;
+
     private volatile WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
@@ -65,6 +77,12 @@ final class Workspace {
         this.egressRequest = egressRequest;
         this.egress = egress;
         this.secrets = secrets == null ? List.of() : List.copyOf(secrets);
+        this.journal = dir == null ? null : new RunJournal(dir);
+    }
+
+    /** Adds a sentence to what a fault took from this workspace. */
+    void lost(String what) {
+        recovered = recovered == null ? what : recovered + "; " + what;
     }
 
     WorkspaceState state() { return state; }
@@ -95,11 +113,42 @@ final class Workspace {
         }
     }
 
+    /**
+     * The last moment this workspace was in use: now while a foreground run is in flight or an egress connection is
+     * open; otherwise the later of its last tool call and its background processes' last output.
+     */
+    Instant lastActivity() {
+        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0)) return Instant.now();
+        Instant t = lastUsedAt;
+        synchronized (processes) {
+            for (BackgroundProcess p : processes.values()) {
+                if (p.running() && p.lastOutputAt.isAfter(t)) t = p.lastOutputAt;
+            }
+        }
+        return t;
+    }
+
+    /** When the idle policy parks this workspace (persistent and running), or null. */
+    Instant idleParkAt() {
+        if (lifecycle != Lifecycle.PERSISTENT || state != WorkspaceState.RUNNING || policy.idleParkSeconds() == 0) return null;
+        return lastActivity().plusSeconds(policy.idleParkSeconds());
+    }
+
+    /** When the policy closes and deletes this workspace (ephemeral: idle close or its TTL, whichever is first), or null. */
+    Instant expiresAt() {
+        if (lifecycle != Lifecycle.EPHEMERAL || state == WorkspaceState.CLOSED) return null;
+        Instant idle = policy.idleCloseSeconds() == 0 ? null : lastActivity().plusSeconds(policy.idleCloseSeconds());
+        Instant ttl = policy.ttlSeconds() == 0 ? null : createdAt.plusSeconds(policy.ttlSeconds());
+        if (idle == null) return ttl;
+        if (ttl == null) return idle;
+        return idle.isBefore(ttl) ? idle : ttl;
+    }
+
     /** How the agent should refer to it in messages. */
     String label() { return name != null ? name : id; }
 
     WorkspaceInfo info() {
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt());
     }
 }

@@ -70,6 +70,7 @@ final class WorkspaceLifecycle {
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
                     new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
+            ws.policy = config.lifecycleOf(tenant.id());
             ws.lock.lock();
             registry.add(ws);
         }
@@ -135,6 +136,10 @@ final class WorkspaceLifecycle {
         if (ws.state() == WorkspaceState.RUNNING && ws.sandboxLive()) return false;
         if (ws.state() == WorkspaceState.RUNNING && ws.sandbox != null) {
             LOG.log(System.Logger.Level.WARNING, "sandbox of " + ws.id + " had stopped; restarting it");
+            ws.lost(ws.driver.capabilities().parkKeepsMemory()
+                    ? "cold boot, memory lost: the workspace's " + ws.driver.name() + " sandbox had stopped (its process"
+                      + " ended outside Berth); files on its disk are kept, memory and processes are not"
+                    : "the workspace's sandbox had stopped: files kept, its processes ended");
             ws.forgetProcesses();
             ws.sandbox.destroy();
             ws.sandbox = null;

@@ -17,7 +17,8 @@ import java.util.regex.Pattern;
  */
 final class WorkspaceRegistry {
     static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
-
+    /** The shape of the ids Berth hands out: a name of this shape could be mistaken for another workspace's id. */
+    static final Pattern ID_SHAPE = Pattern.compile("(?i)(ws|snap|run|p)-[0-9a-f]+");
 
     private final Map<String, Workspace> byId = new ConcurrentHashMap<>();
     /** Held while a name is checked and claimed, or a snapshot name checked, or dependents of a snapshot counted. */
@@ -59,6 +60,10 @@ final class WorkspaceRegistry {
         if (!NAME.matcher(name).matches()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, what + " name '" + name
                     + "' is not allowed: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit");
+        }
+        if (ID_SHAPE.matcher(name).matches()) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, what + " name '" + name + "' has the shape of a Berth id ("
+                    + "ws-, snap-, run-, p- followed by hex digits), so it could name another " + what + "; pick another name");
         }
     }
 

@@ -12,7 +12,6 @@ import java.io.File;
 import java.io.IOException;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -311,40 +310,61 @@ public final class MicrovmDriver implements IsolationDriver {
     }
 
     @Override
-    public void cleanupRuntime(Path runtimeDir) {
-        Path pidFile = runtimeDir.resolve(QemuMachine.PID_FILE);
+    public boolean hasSavedMemory(Path stateDir) {
         try {
-            if (Files.isRegularFile(pidFile)) {
-                long pid = Long.parseLong(Files.readString(pidFile).strip());
-                if (isOurQemu(pid, runtimeDir)) {
-                    ProcessHandle.of(pid).ifPresent(ph -> {
-                        ph.destroyForcibly();
-                        try {
-                            ph.onExit().get(10, TimeUnit.SECONDS);
-                        } catch (Exception ignored) { }
-                    });
-                }
-            }
-        } catch (IOException | NumberFormatException ignored) {
-            // an unreadable pid file names no process we could verify
+            VmSpec spec = VmSpec.read(stateDir.resolve(VmSpec.WORKSPACE_FILE));
+            return spec.stateFile() != null && Files.isRegularFile(stateDir.resolve(spec.stateFile()));
+        } catch (IOException e) {
+            return false;
         }
+    }
+
+    @Override
+    public void cleanupRuntime(Path runtimeDir) {
+        QemuMachine.processOf(runtimeDir).ifPresent(ph -> {
+            ph.destroyForcibly();
+            QemuMachine.waitFor(ph, 10_000);
+        });
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
                 QemuMachine.CONSOLE_FILE)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }
 
-    /** True only if {@code pid} is a QEMU whose command line names this runtime directory's QMP socket. */
-    static boolean isOurQemu(long pid, Path runtimeDir) {
+    /**
+     * Takes over the QEMU a dead server left running for this workspace, so nothing the guest held is lost:
+     * <ul>
+     * <li>running (or paused mid-snapshot, with no saved state): re-attached, continued if paused, and returned;</li>
+     * <li>paused after park had written its state (vm.json names it), or paused before a resume had continued:
+     *     the saved state is the truth, so QEMU is told to quit and the workspace stays parked (empty);</li>
+     * <li>no QEMU, or one whose QMP or agent does not answer: empty (it is killed; the next start cold-boots the
+     *     disk, or restores the saved state if there is one).</li>
+     * </ul>
+     */
+    @Override
+    public Optional<Sandbox> adopt(StartRequest req) throws SandboxException {
+        Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
+        QemuMachine m = null;
         try {
-            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
-            String[] argv = new String(raw, StandardCharsets.UTF_8).split("\0");
-            if (argv.length == 0 || !Path.of(argv[0]).getFileName().toString().startsWith("qemu-system")) return false;
-            String qmpArg = "unix:" + QemuMachine.opt(runtimeDir.resolve(QemuMachine.QMP_SOCK).toString()) + ",server=on,wait=off";
-            for (String a : argv) if (a.equals(qmpArg)) return true;
-            return false;
-        } catch (IOException e) {
-            return false;
+            if (!Files.isRegularFile(specFile)) return Optional.empty();
+            Optional<QemuMachine> found = QemuMachine.adopt(req.runtimeDir());
+            if (found.isEmpty()) return Optional.empty();
+            m = found.get();
+            VmSpec spec = VmSpec.read(specFile);
+            String status = m.runState();
+            boolean saved = spec.stateFile() != null && Files.isRegularFile(req.stateDir().resolve(spec.stateFile()));
+            if (saved) {
+                m.quit(); // park had finished writing, or a resume had not continued yet: the saved state wins
+                cleanupRuntime(req.runtimeDir());
+                return Optional.empty();
+            }
+            if (!status.equals("running")) m.cont(); // stopped for a snapshot when the server died
+            AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
+            return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent));
+        } catch (IOException | RuntimeException e) {
+            if (m != null) m.kill();
+            cleanupRuntime(req.runtimeDir());
+            throw new SandboxException("microvm " + req.workspaceId() + ": could not adopt the running machine: " + e.getMessage(), e);
         }
     }
 
