@@ -20,6 +20,11 @@ final class TunnelRouter {
 
     void setHandler(TunnelHandler handler) { this.handler = handler; }
 
+    /** Protocol version the agent announced (1: TUNNEL_OPEN carries no exec). Set on the reader thread at HELLO. */
+    private int agentVersion = Protocol.VERSION;
+
+    void agentVersion(int v) { this.agentVersion = v; }
+
     void forget(int chan) { tunnels.remove(chan); }
 
     /** One frame on an agent channel (reader thread). */
@@ -28,7 +33,7 @@ final class TunnelRouter {
         PayloadReader r = new PayloadReader(f);
         if (f.type() == Protocol.TUNNEL_OPEN) {
             int port = r.u16();
-            int exec = r.i32();
+            int exec = agentVersion >= 2 ? r.i32() : 0;
             r.end();
             open(chan, port, exec);
             return;

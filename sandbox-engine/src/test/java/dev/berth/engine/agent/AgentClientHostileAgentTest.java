@@ -74,10 +74,29 @@ class AgentClientHostileAgentTest {
     }
 
     @Test
+    void versionOneAgent_stillSpoken_itsTunnelsAttributedToNoRun() throws Exception {
+        AgentClient client = handshake(1);
+        java.util.concurrent.BlockingQueue<int[]> opened = new java.util.concurrent.LinkedBlockingQueue<>();
+        client.setTunnelHandler(t -> {
+            opened.add(new int[] {t.port(), t.execChannel()});
+            return new Tunnel.Sink() {
+                @Override public void onData(java.nio.ByteBuffer data) { }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).toBytes()); // BAP/1: no exec field
+        int[] t = opened.poll(5, TimeUnit.SECONDS);
+        assertEquals(3128, t[0]);
+        assertEquals(0, t[1]);
+        assertTrue(client.isOpen());
+        client.close();
+    }
+
+    @Test
     void handshake_versionMismatch_failsAndCloses() {
-        // version 1 agents do not say which run opened a tunnel: a host that relies on it must not talk to them
-        AgentException e = assertThrows(AgentException.class, () -> handshake(1));
-        assertTrue(e.getMessage().contains("agent speaks protocol version 1, this host speaks 2"), e.getMessage());
+        AgentException e = assertThrows(AgentException.class, () -> handshake(3));
+        assertTrue(e.getMessage().contains("agent speaks protocol version 3, this host speaks 2 (and 1)"), e.getMessage());
     }
 
     @Test
