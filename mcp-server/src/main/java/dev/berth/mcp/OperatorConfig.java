@@ -116,7 +116,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     /** Ceilings for one tenant; an absent field means no limit on that resource. */
     public record Quota(Integer workspaces, Integer vcpus, @JsonProperty("memory_mib") Integer memoryMiB,
-                        @JsonProperty("disk_mib") Long diskMiB) {}
+                        @JsonProperty("disk_mib") Long diskMiB, Integer snapshots,
+                        @JsonProperty("snapshot_mib") Long snapshotMiB) {}
 
     public static final String DEFAULT_BIND = "127.0.0.1";
     public static final int DEFAULT_PORT = 8080;
@@ -295,7 +296,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Quota q = e.getValue() == null ? null : e.getValue().quota();
             if (q != null) {
                 for (var f : Map.of("workspaces", opt(q.workspaces()), "vcpus", opt(q.vcpus()), "memory_mib", opt(q.memoryMiB()),
-                        "disk_mib", q.diskMiB() == null ? 0L : q.diskMiB()).entrySet()) {
+                        "disk_mib", q.diskMiB() == null ? 0L : q.diskMiB(), "snapshots", opt(q.snapshots()),
+                        "snapshot_mib", q.snapshotMiB() == null ? 0L : q.snapshotMiB()).entrySet()) {
                     if (f.getValue() < 0) {
                         throw new ConfigException(at + "tenants." + e.getKey() + ".quota." + f.getKey() + " must be >= 0, got " + f.getValue());
                     }
@@ -352,6 +354,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         Tenant.Quota u = Tenant.Quota.UNLIMITED;
         return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
                 q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
-                q.diskMiB() == null ? u.diskMiB() : q.diskMiB()), secrets);
+                q.diskMiB() == null ? u.diskMiB() : q.diskMiB(), q.snapshots() == null ? u.snapshots() : q.snapshots(),
+                q.snapshotMiB() == null ? u.snapshotMiB() : q.snapshotMiB()), secrets);
     }
 }

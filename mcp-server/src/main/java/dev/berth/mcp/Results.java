@@ -146,6 +146,7 @@ final class Results {
         m.put("memory_kept", s.memoryKept());
         m.put("state_bytes", s.stateBytes());
         m.put("created_at", s.createdAt().toString());
+        if (!s.dependents().isEmpty()) m.put("dependents", s.dependents());
         return m;
     }
 

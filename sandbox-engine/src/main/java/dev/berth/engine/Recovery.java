@@ -98,6 +98,7 @@ final class Recovery {
                 store.runtimeDir(rec.id()), initial, rec.egress(),
                 new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets);
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
+        if (initial == WorkspaceState.DAMAGED) ws.recovered = rec.damage();
         ws.policy = config.lifecycleOf(tenant);
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);
         registry.add(ws);

@@ -29,7 +29,38 @@ final class Snapshots {
 
     Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException { return catalog.find(tenant, ref); }
 
-    List<SnapshotInfo> list(Tenant tenant) throws EngineException { return catalog.list(tenant); }
+    /** The tenant's snapshots, each with what depends on it. */
+    List<SnapshotInfo> list(Tenant tenant) throws EngineException {
+        List<Store.SnapshotRecord> all = catalog.all();
+        return catalog.list(tenant).stream().map(s -> s.withDependents(dependents(s.id(), all))).toList();
+    }
+
+    /** Live workspaces forked from the snapshot and snapshots taken of such workspaces, by label. */
+    private List<String> dependents(String snapshotId, List<Store.SnapshotRecord> all) {
+        List<String> users = new ArrayList<>();
+        for (Workspace w : registry.all()) {
+            if (snapshotId.equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED) users.add("workspace " + w.label());
+        }
+        for (Store.SnapshotRecord other : all) {
+            if (snapshotId.equals(other.parent())) users.add("snapshot " + other.name());
+        }
+        return users;
+    }
+
+    /** Refuses a snapshot that would take the tenant over its snapshot count, naming the numbers. */
+    private void checkCount(Tenant tenant) throws EngineException {
+        List<SnapshotInfo> mine = catalog.list(tenant);
+        long bytes = mine.stream().mapToLong(SnapshotInfo::stateBytes).sum();
+        Tenant.Quota q = tenant.quota();
+        if (mine.size() + 1 > q.snapshots()) {
+            throw new EngineException(Kind.LIMIT, "quota of tenant '" + tenant.id() + "' exceeded (snapshots: " + mine.size()
+                    + " kept, limit " + q.snapshots() + "); delete one you no longer need with snapshot {delete}");
+        }
+        if (q.snapshotMiB() != Long.MAX_VALUE && bytes >= q.snapshotMiB() << 20) {
+            throw new EngineException(Kind.LIMIT, "quota of tenant '" + tenant.id() + "' exceeded (snapshot storage: "
+                    + (bytes >> 20) + " MiB used, limit " + q.snapshotMiB() + " MiB); delete snapshots you no longer need");
+        }
+    }
 
     SnapshotInfo take(Tenant tenant, Workspace ws, String name) throws EngineException {
         ws.lock.lock();
@@ -39,6 +70,7 @@ final class Snapshots {
                 if (name != null && catalog.byName(tenant, name).isPresent()) {
                     throw new EngineException(Kind.CONFLICT, "a snapshot named '" + name + "' exists already; pick another name");
                 }
+                checkCount(tenant);
             }
             String id = Ids.next("snap-");
             Path tmp = store.snapshots.resolve("." + id);
@@ -59,6 +91,16 @@ final class Snapshots {
                 throw new EngineException(Kind.INTERNAL, "snapshot of workspace '" + ws.label() + "' failed: " + e.getMessage()
                         + "; the workspace is unchanged", e);
             }
+            Tenant.Quota q = tenant.quota();
+            if (q.snapshotMiB() != Long.MAX_VALUE) {
+                long used = catalog.list(tenant).stream().mapToLong(SnapshotInfo::stateBytes).sum();
+                if (used + out.stateBytes() > q.snapshotMiB() << 20) {
+                    Store.deleteQuietly(tmp);
+                    throw new EngineException(Kind.LIMIT, "quota of tenant '" + tenant.id() + "' exceeded (snapshot storage: "
+                            + (used >> 20) + " MiB used + " + (out.stateBytes() >> 20) + " MiB for this one, limit "
+                            + q.snapshotMiB() + " MiB); nothing was kept. Delete snapshots you no longer need");
+                }
+            }
             var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
                     out.stateBytes(), Instant.now().toString(), ws.fromSnapshot);
             store.save(tmp, rec);
@@ -78,13 +120,7 @@ final class Snapshots {
     SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
         synchronized (registry.namesLock) {
             Store.SnapshotRecord snap = catalog.find(tenant, ref);
-            List<String> users = new ArrayList<>();
-            for (Workspace w : registry.all()) {
-                if (snap.id().equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED) users.add("workspace " + w.label());
-            }
-            for (Store.SnapshotRecord other : catalog.all()) {
-                if (snap.id().equals(other.parent())) users.add("snapshot " + other.name());
-            }
+            List<String> users = dependents(snap.id(), catalog.all());
             if (!users.isEmpty()) {
                 throw new EngineException(Kind.CONFLICT, "cannot delete snapshot '" + snap.name() + "': " + String.join(", ", users)
                         + " still build" + (users.size() == 1 ? "s" : "") + " on it; close or delete them first");

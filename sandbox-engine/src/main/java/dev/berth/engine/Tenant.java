@@ -42,8 +42,16 @@ public record Tenant(String id, Quota quota, java.util.Set<String> secrets) {
      * @param vcpus      summed over running workspaces
      * @param memoryMiB  summed over running workspaces
      * @param diskMiB    summed over all live workspaces
+     * @param snapshots  snapshots kept at most
+     * @param snapshotMiB bytes (MiB) all the tenant's snapshots may hold on disk
      */
-    public record Quota(int workspaces, int vcpus, int memoryMiB, long diskMiB) {
-        public static final Quota UNLIMITED = new Quota(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Long.MAX_VALUE);
+    public record Quota(int workspaces, int vcpus, int memoryMiB, long diskMiB, int snapshots, long snapshotMiB) {
+        public static final Quota UNLIMITED = new Quota(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Long.MAX_VALUE,
+                Integer.MAX_VALUE, Long.MAX_VALUE);
+
+        /** Workspace limits only; snapshots unlimited. */
+        public Quota(int workspaces, int vcpus, int memoryMiB, long diskMiB) {
+            this(workspaces, vcpus, memoryMiB, diskMiB, Integer.MAX_VALUE, Long.MAX_VALUE);
+        }
     }
 }

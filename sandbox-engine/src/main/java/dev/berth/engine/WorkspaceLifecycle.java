@@ -5,7 +5,9 @@ import dev.berth.engine.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxDamagedException;
 import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.SandboxStillRunningException;
 import dev.berth.engine.spi.StartRequest;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
@@ -153,6 +155,19 @@ final class WorkspaceLifecycle {
             ws.lastUsedAt = Instant.now();
             store.save(ws);
             return true;
+        } catch (SandboxDamagedException e) {
+            ws.sandbox = null;
+            ws.move(Step.DAMAGED);
+            ws.recovered = "damaged: its saved state failed verification (" + e.getMessage() + "); nothing was resumed";
+            try {
+                store.save(ws);
+            } catch (IOException io) {
+                LOG.log(System.Logger.Level.WARNING, "could not record that " + ws.id + " is damaged: " + io.getMessage());
+            }
+            throw new EngineException(Kind.ILLEGAL_STATE, "cannot resume workspace '" + ws.label() + "': its saved state"
+                    + " failed verification: " + e.getMessage() + ". Nothing was resumed and nothing was changed; the"
+                    + " workspace is marked damaged. Close it with delete: true, or ask the operator to inspect "
+                    + ws.stateDir(), e);
         } catch (SandboxException | IOException | EngineException e) {
             if (ws.sandbox != null) ws.sandbox.destroy();
             ws.sandbox = null;
@@ -183,9 +198,9 @@ final class WorkspaceLifecycle {
     /** Parks a running workspace. Caller holds the lock. */
     ParkResult parkLocked(Workspace ws) throws EngineException {
         ws.move(Step.PARK);
-        ws.forgetProcesses();
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
+            ws.forgetProcesses();
             ws.sandbox = null;
             ws.move(Step.PARKED);
             store.save(ws);
@@ -194,8 +209,13 @@ final class WorkspaceLifecycle {
                     : "files kept; running processes were stopped (the " + ws.driver.name()
                     + " driver cannot keep memory); the next run starts the workspace again";
             return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);
+        } catch (SandboxStillRunningException e) {
+            ws.move(Step.PARK_FAILED);
+            throw new EngineException(Kind.UNAVAILABLE, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
+                    + ". Free disk space on the server (or ask the operator) and park again", e);
         } catch (SandboxException | IOException e) {
             // the sandbox is in an unknown state: stop it, keep the files
+            ws.forgetProcesses();
             if (ws.sandbox != null) ws.sandbox.destroy();
             ws.sandbox = null;
             ws.move(Step.PARK_LOST);

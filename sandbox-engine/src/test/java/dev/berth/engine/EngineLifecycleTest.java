@@ -207,4 +207,28 @@ class EngineLifecycleTest {
         }
         assertEquals(1, engine.list(A).size(), "nothing was created");
     }
+
+    @Test
+    void snapshotQuota_countAndStorage_refusedWithNumbers_andListShowsDependents() throws Exception {
+        Tenant c = new Tenant("carol", new Tenant.Quota(8, 64, 1 << 20, 1L << 40, 1, Long.MAX_VALUE));
+        String id = engine.open(c, OpenRequest.persistent("snappy")).workspace().id();
+        SnapshotInfo first = engine.snapshot(c, id, "first");
+        var e = assertThrows(EngineException.class, () -> engine.snapshot(c, id, "second"));
+        assertEquals(EngineException.Kind.LIMIT, e.kind());
+        assertTrue(e.getMessage().contains("snapshots: 1 kept, limit 1"), e.getMessage());
+        String fork = engine.open(c, new OpenRequest(null, null, "first", null, null)).workspace().id();
+        SnapshotInfo listed = engine.snapshots(c).get(0);
+        assertEquals(first.id(), listed.id());
+        assertTrue(listed.stateBytes() >= 0);
+        assertEquals(List.of("workspace " + fork), listed.dependents());
+        engine.closeWorkspace(c, fork, false);
+        assertEquals(List.of(), engine.snapshots(c).get(0).dependents());
+
+        Tenant d = new Tenant("dave", new Tenant.Quota(8, 64, 1 << 20, 1L << 40, 10, 0));
+        String w = engine.open(d, OpenRequest.persistent("tiny")).workspace().id();
+        sh(d, w, "head -c 300000 /dev/urandom > blob");
+        var s = assertThrows(EngineException.class, () -> engine.snapshot(d, w, "big"));
+        assertTrue(s.getMessage().contains("snapshot storage"), s.getMessage());
+        assertTrue(engine.snapshots(d).isEmpty(), "nothing was kept");
+    }
 }

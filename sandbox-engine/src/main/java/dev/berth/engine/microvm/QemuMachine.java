@@ -108,6 +108,21 @@ final class QemuMachine implements AutoCloseable {
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile) throws IOException {
+        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { });
+    }
+
+    /** A check that must pass before QEMU loads anything it was given (it runs while QEMU starts). */
+    @FunctionalInterface
+    interface BeforeLoad {
+        void check() throws IOException;
+    }
+
+    /**
+     * Like {@link #launch(String, Accel, VmSpec, Path, Path, Path, Path)}, calling {@code beforeLoad} once QEMU is up
+     * and paused and before it loads the state: a failed check kills QEMU before it read a byte of the state.
+     */
+    static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                              Path stateFile, BeforeLoad beforeLoad) throws IOException {
         Files.createDirectories(runtimeDir);
         for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
         for (String f : List.of(QMP_SOCK, AGENT_SOCK)) {
@@ -138,6 +153,7 @@ final class QemuMachine implements AutoCloseable {
         try {
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
                     List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
+            beforeLoad.check();
             if (stateFile != null) {
                 qmp.execute("migrate-incoming", Map.of("uri", "exec:cat '" + stateFile + "'"), Duration.ofSeconds(10));
                 m.awaitMigration(Duration.ofSeconds(120));

@@ -27,8 +27,12 @@ record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, 
     static final String WORKSPACE_FILE = "vm.json";
     static final String SNAPSHOT_FILE = "snapshot.json";
     static final String KIND = "vmspec";
-    /** 1: the first version in the MetaFile format (before it: plain JSON, still read). */
-    static final int VERSION = 1;
+    /**
+     * 2: a spec that names a state file has a {@link ParkManifest} beside it, and resume refuses the state without
+     * one. 1: the first version in the MetaFile format. Before it: plain JSON. Versions 1 and plain JSON are still
+     * read (their parked states resume unverified, as they were written before manifests existed).
+     */
+    static final int VERSION = 2;
     private static final ObjectMapper JSON = JsonMapper.builder().build();
 
     VmSpec withState(String state) {
@@ -45,11 +49,16 @@ record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, 
      */
     static VmSpec read(Path file) throws IOException {
         try {
-            String json = MetaFile.looksLikeMetaFile(file) ? MetaFile.read(file, KIND, VERSION) : Files.readString(file);
+            String json = MetaFile.looksLikeMetaFile(file) ? MetaFile.read(file, KIND, 1, VERSION) : Files.readString(file);
             return JSON.readValue(json, VmSpec.class);
         } catch (RuntimeException e) {
             throw new IOException("unreadable " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Whether the spec in {@code file} was written by a build whose parks write a manifest. */
+    static boolean promisesManifest(Path file) throws IOException {
+        return MetaFile.version(file) >= 2;
     }
 
     /** Writes atomically (temporary file, fsync, rename, directory fsync), checksummed and versioned. */

@@ -74,15 +74,50 @@ record CgroupLimits(List<Path> groups, Path freezer, String enforced) {
         }
     }
 
-    /** Removes the groups of a workspace (all its processes must be gone). Quiet: a leftover empty group is harmless. */
+    /**
+     * Removes the groups of a workspace. A group cannot be removed while a process is in it, and processes killed a
+     * moment ago may still be on their way out: whatever is left in a group (it all belongs to the closed workspace)
+     * is killed and the removal retried, for up to a few seconds. A group that still cannot go is logged, and found
+     * again by the next start-up's clean-up.
+     */
     static void removeFor(String workspaceId) {
         for (String c : List.of("memory/berth", "pids/berth", "freezer/berth", "berth")) {
             Path g = ROOT.resolve(c).resolve(workspaceId);
-            try {
-                Files.deleteIfExists(g);
-            } catch (IOException ignored) {
-                // still has processes for a moment after a kill; removed at the next start-up
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (Files.isDirectory(g)) {
+                try {
+                    Files.deleteIfExists(g);
+                } catch (IOException busy) {
+                    if (System.nanoTime() > deadline) {
+                        System.getLogger("berth.namespace").log(System.Logger.Level.WARNING, "cgroup " + g + " still has processes; left for the next start-up");
+                        break;
+                    }
+                    if (g.toString().contains("/freezer/")) thaw(g); // frozen processes cannot die
+                    for (long pid : procs(g)) ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                    try {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
             }
+        }
+    }
+
+    private static void thaw(Path freezerGroup) {
+        try {
+            Files.writeString(freezerGroup.resolve("freezer.state"), "THAWED");
+        } catch (IOException ignored) {
+            // gone already
+        }
+    }
+
+    private static List<Long> procs(Path group) {
+        try {
+            return Files.readAllLines(group.resolve("cgroup.procs")).stream().filter(l -> !l.isBlank()).map(Long::parseLong).toList();
+        } catch (IOException | NumberFormatException e) {
+            return List.of();
         }
     }
 

@@ -54,6 +54,19 @@ public final class MetaFile {
         }
     }
 
+    /** The format version in {@code file}'s header (0 when it is not a Berth metadata file). */
+    public static int version(Path file) throws IOException {
+        try (var in = Files.newInputStream(file)) {
+            String[] h = new String(in.readNBytes(200), StandardCharsets.US_ASCII).split("\n", 2)[0].split(" ");
+            if (h.length != 5 || !h[0].equals("BERTH")) return 0;
+            try {
+                return Integer.parseInt(h[2]);
+            } catch (NumberFormatException e) {
+                return 0;
+            }
+        }
+    }
+
     /** Whether {@code file} starts like a Berth metadata file (to tell it from an older, plain-JSON format). */
     public static boolean looksLikeMetaFile(Path file) throws IOException {
         try (var in = Files.newInputStream(file)) {

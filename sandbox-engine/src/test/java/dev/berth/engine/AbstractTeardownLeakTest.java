@@ -1,0 +1,153 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.berth.engine.spi.IsolationDriver;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Leak-free teardown, one suite for every driver: many open -> run -> close cycles of ephemeral workspaces (some
+ * with a background process still running at close), then the server's processes, file descriptors, sockets, mounts,
+ * cgroup folders (in every controller hierarchy) and the files and bytes under the home must be what they were
+ * before. The first cycle runs before the baseline is taken (it may build a warm base in the image cache).
+ */
+public abstract class AbstractTeardownLeakTest {
+    Path home;
+    Engine engine;
+
+    protected abstract IsolationDriver driver(Path home);
+
+    protected abstract int cycles();
+
+    @BeforeEach
+    void start() throws Exception {
+        home = Files.createTempDirectory("berth-leak-");
+        engine = Engine.start(EngineConfig.defaults(home, List.of(driver(home))));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (engine != null) engine.close();
+        if (home != null) dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    /** Every workspace id this test opened: the cgroup census looks for these (other processes share the host). */
+    final List<String> opened = new ArrayList<>();
+
+    void cycle(int i) throws EngineException {
+        String id = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
+        opened.add(id);
+        RunResult r = engine.run(Tenant.LOCAL, RunRequest.of(id, "echo " + i + " > /workspace/f; cat /workspace/f"), OutputListener.NONE);
+        assertEquals(i + "\n", r.stdout(), r.toString());
+        if (i % 10 == 0) engine.startBackground(Tenant.LOCAL, RunRequest.of(id, "sleep 300"));
+        engine.closeWorkspace(Tenant.LOCAL, id, false);
+    }
+
+    @Test
+    void openRunCloseCycles_leaveNothingBehind() throws Exception {
+        cycle(0);
+        Map<String, Object> before = census();
+        for (int i = 1; i <= cycles(); i++) cycle(i);
+        // teardown is synchronous; processes killed at close may take a moment to be reaped by the kernel
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        Map<String, Object> after = census();
+        while (!after.equals(before) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            after = census();
+        }
+        assertEquals(Map.of(), differences(before, after), "left behind after " + cycles() + " cycles on " + engine.defaultIsolation());
+    }
+
+    /** What changed, per census entry: numbers as before -> after, lists as what was added and removed. */
+    static Map<String, String> differences(Map<String, Object> before, Map<String, Object> after) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String k : before.keySet()) {
+            Object b = before.get(k);
+            Object a = after.get(k);
+            if (b.equals(a)) continue;
+            if (b instanceof List<?> lb && a instanceof List<?> la) {
+                List<Object> added = new ArrayList<>(la);
+                added.removeAll(lb);
+                List<Object> removed = new ArrayList<>(lb);
+                removed.removeAll(la);
+                out.put(k, "added " + added.subList(0, Math.min(20, added.size())) + (added.size() > 20 ? " (+" + (added.size() - 20) + ")" : "")
+                        + ", removed " + removed.subList(0, Math.min(20, removed.size())));
+            } else {
+                out.put(k, b + " -> " + a);
+            }
+        }
+        return out;
+    }
+
+    /** What a leak would show in. */
+    Map<String, Object> census() throws IOException {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("processes", ProcessHandle.current().descendants().filter(ProcessHandle::isAlive).count());
+        List<String> fds = new ArrayList<>();
+        try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path p : s.toList()) {
+                try {
+                    fds.add(Files.readSymbolicLink(p).toString());
+                } catch (IOException gone) {
+                    // the descriptor that listed the directory
+                }
+            }
+        }
+        m.put("fds", fds.size());
+        m.put("sockets", fds.stream().filter(f -> f.startsWith("socket:")).count());
+        m.put("mounts under home", Files.readAllLines(Path.of("/proc/self/mountinfo")).stream()
+                .filter(l -> l.contains(home.toString())).toList());
+        m.put("cgroup folders of these workspaces", cgroupFolders().stream()
+                .filter(f -> opened.stream().anyMatch(f::contains)).toList());
+        List<Path> files = new ArrayList<>();
+        try (Stream<Path> s = Files.walk(home)) {
+            s.filter(p -> !p.startsWith(home.resolve("audit"))).forEach(files::add);
+        }
+        m.put("paths under home", files.stream().map(home::relativize).map(Path::toString).sorted().toList());
+        m.put("bytes under home", files.stream().filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
+            try {
+                return Files.size(p);
+            } catch (IOException e) {
+                return 0;
+            }
+        }).sum());
+        return m;
+    }
+
+    /** Every folder below a berth* group in every cgroup controller hierarchy (v1 and v2). */
+    static List<String> cgroupFolders() throws IOException {
+        List<String> out = new ArrayList<>();
+        Path root = Path.of("/sys/fs/cgroup");
+        if (!Files.isDirectory(root)) return out;
+        List<Path> hierarchies = new ArrayList<>(List.of(root));
+        try (Stream<Path> s = Files.list(root)) {
+            s.filter(Files::isDirectory).forEach(hierarchies::add);
+        }
+        for (Path h : hierarchies) {
+            try (Stream<Path> s = Files.list(h)) {
+                for (Path g : s.filter(p -> p.getFileName().toString().startsWith("berth") && Files.isDirectory(p)).toList()) {
+                    try (Stream<Path> w = Files.walk(g)) {
+                        w.filter(Files::isDirectory).filter(p -> !p.equals(g)).forEach(p -> out.add(root.relativize(p).toString()));
+                    } catch (IOException | java.io.UncheckedIOException raced) {
+                        // a group removed while we looked: not a leak
+                    }
+                }
+            } catch (IOException ignored) {
+                // a controller we cannot list holds nothing of ours
+            }
+        }
+        out.sort(null);
+        return out;
+    }
+}
