@@ -45,7 +45,9 @@ class ExamplesE2eTest {
             List<String> policy = new ArrayList<>();
             open.path("egress_policy").forEach(p -> policy.add(p.asString()));
             assertTrue(policy.contains("registry.npmjs.org:[443]") && policy.contains("deb.debian.org:[80, 443]")
-                    && policy.contains("*.githubusercontent.com:[443]"), policy.toString());
+                    && policy.contains("raw.githubusercontent.com:[443]"), policy.toString());
+            // no attacker-ownable wildcard in the shipped example (issue 16, finding 6)
+            assertTrue(policy.stream().noneMatch(p -> p.startsWith("*.githubusercontent.com")), policy.toString());
             JsonNode narrowed = mcp.call("open_workspace", java.util.Map.of("egress", List.of("preset:npm", "evil.example")))
                     .path("structuredContent");
             List<String> n = new ArrayList<>();
