@@ -4,6 +4,7 @@ import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
+import io.modelcontextprotocol.spec.McpServerTransportProvider;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,11 +12,14 @@ import java.io.PrintStream;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code berth stdio}: MCP over stdin/stdout. stdout carries only protocol messages (everything else printed by
- * anyone goes to stderr); end of stdin means the client is gone, so the server shuts down cleanly: ephemeral
- * workspaces are deleted and persistent ones parked.
+ * {@code berth stdio}: MCP over stdin/stdout through {@link StdioTransport}. stdout carries only protocol messages
+ * (everything else printed by anyone goes to stderr); end of stdin means the client is gone, whatever was read
+ * before it, so the server shuts down cleanly: ephemeral workspaces are deleted and persistent ones parked.
  */
 final class StdioCommand {
+    /** Benchmark-only switch back to the SDK's unhardened stdio transport (see {@link #sdkTransport}). */
+    static final String UNHARDENED_PROPERTY = "berth.bench.unhardenedTransport";
+
     private StdioCommand() {}
 
     static int run(Options opts) throws IOException {
@@ -34,6 +38,26 @@ final class StdioCommand {
             return 1;
         }
         CountDownLatch eof = new CountDownLatch(1);
+        McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
+                ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
+        McpSyncServer server = BerthServer.build(transport, engine);
+        Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            eof.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        shutdown(server, engine);
+        return 0;
+    }
+
+    /**
+     * The MCP SDK's own stdio transport, which goes deaf after one malformed line. Kept only so that
+     * {@code TransportBench} can measure the hardened path next to it; never use it to serve a client.
+     */
+    private static McpServerTransportProvider sdkTransport(PrintStream protocolOut, CountDownLatch eof) {
+        System.err.println("berth: -D" + UNHARDENED_PROPERTY + " is set: serving with the SDK's stdio transport (benchmarks only)");
         InputStream in = new FilterInputStream(System.in) {
             @Override
             public int read() throws IOException {
@@ -49,17 +73,7 @@ final class StdioCommand {
                 return n;
             }
         };
-        var transport = new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
-        McpSyncServer server = BerthServer.build(transport, engine);
-        Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
-        try {
-            eof.await();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        shutdown(server, engine);
-        return 0;
+        return new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
     }
 
     private static void shutdown(McpSyncServer server, Engine engine) {
