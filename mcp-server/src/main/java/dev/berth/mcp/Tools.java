@@ -87,7 +87,7 @@ final class Tools {
     private CallToolResult call(String tool, Handler h, McpSyncServerExchange exchange, CallToolRequest req) {
         try {
             Map<String, Object> out = h.handle(exchange, new Args(req.arguments()), req);
-            return CallToolResult.builder().structuredContent(out).addTextContent(toJson(out)).build();
+            return CallToolResult.builder().structuredContent(out).addTextContent(Mirror.of(out, this::toJson)).build();
         } catch (EngineException e) {
             return error(e.getMessage());
         } catch (RuntimeException e) {
