@@ -75,7 +75,18 @@ final class StdioTransport implements McpServerTransportProvider {
                             + " bytes refused: at most " + WireLimits.MAX_MESSAGE_BYTES + " bytes per message (for larger files,"
                             + " write_file with append: true in parts)"));
                 } else if (!blank(line)) {
-                    dispatch(MessageCheck.check(line.bytes(), line.length()));
+                    MessageCheck.Result checked = MessageCheck.check(line.bytes(), line.length());
+                    try {
+                        dispatch(checked);
+                    } catch (RuntimeException e) {
+                        // one message the SDK chokes on must not stop the reading of the next
+                        LOG.log(System.Logger.Level.ERROR, "handing a message to the SDK failed", e);
+                        if (checked instanceof MessageCheck.Accepted a && a.isRequest()) {
+                            inFlight.remove(a.id());
+                            reply(Refusal.errorJson(a.id(), Refusal.INTERNAL_ERROR, "internal error while handling '" + a.method()
+                                    + "'; the server log has the details"));
+                        }
+                    }
                 }
             }
         } catch (IOException e) {
@@ -102,6 +113,7 @@ final class StdioTransport implements McpServerTransportProvider {
                 if (r.answer()) reply(r.toJson());
                 else LOG.log(System.Logger.Level.INFO, "ignored a message: " + r.reason());
             }
+            case MessageCheck.Accepted a when MessageCheck.ignored(a) -> LOG.log(System.Logger.Level.DEBUG, "ignored " + a.method());
             case MessageCheck.Accepted a -> {
                 if (a.isRequest()) {
                     if (!initializeSeen && !"initialize".equals(a.method())) {

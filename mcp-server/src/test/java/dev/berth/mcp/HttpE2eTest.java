@@ -259,6 +259,19 @@ class HttpE2eTest {
         }
     }
 
+    /**
+     * Found by JsonRpcFuzzE2eTest: the SDK answered a response to an unknown id with 500 (and threw on the null result),
+     * and answered a roots change by asking a client that had no stream open for its roots (500).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}", "{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":null}",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}"})
+    void responseOrRootsChangeFromTheClient_isNeverAServerError(String body) throws Exception {
+        HttpResponse<String> r = post("/mcp", "Bearer alice-token", null, body);
+        assertTrue(r.statusCode() == 202 || r.statusCode() == 400, r.statusCode() + " " + r.body());
+        assertFalse(r.body().contains("Exception"), r.body());
+    }
+
     @Test
     void jwt_validWorks_wrongAudienceIssuerExpiryOrSignature_is401() throws Exception {
         String aud = server.url("");

@@ -65,8 +65,13 @@ final class RawStdio implements AutoCloseable {
         send((line + "\n").getBytes(StandardCharsets.UTF_8));
     }
 
-    void closeInput() throws IOException {
-        in.close();
+    /** Closes the server's stdin (a no-op when the server is gone already). */
+    void closeInput() {
+        try {
+            in.close();
+        } catch (IOException ignored) {
+            // the pipe is broken: the server exited
+        }
     }
 
     /** The next message from the server, skipping notifications; fails after {@code seconds}. */

@@ -69,6 +69,13 @@ class StdioHardeningE2eTest {
                 Arguments.of("blank line", utf8("   "), NO_ANSWER, null, ""),
                 Arguments.of("CRLF line ending", "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\r\n".getBytes(StandardCharsets.UTF_8), RESULT, 9, ""),
                 Arguments.of("UTF-8 BOM", utf8("\uFEFF{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}"), RESULT, 10, ""),
+                // found by JsonRpcFuzzE2eTest: the SDK threw on these and the reader stopped for good
+                Arguments.of("response with a null result", utf8("{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":null}"), NO_ANSWER, null, ""),
+                Arguments.of("response whose error is a string", utf8("{\"jsonrpc\":\"2.0\",\"id\":14,\"error\":\"bad\"}"), NO_ANSWER, null, ""),
+                Arguments.of("roots changed (Berth uses no roots; the SDK would ask the client for them)",
+                        utf8("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}"), NO_ANSWER, null, ""),
+                Arguments.of("setLevel without params (the SDK's NullPointerException text leaked)",
+                        utf8("{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"logging/setLevel\"}"), -32602, 15, "params are required"),
                 Arguments.of("number too long for the parser", utf8("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\",\"params\":{\"n\":" + "9".repeat(5000) + "}}"), -32700, null, "not valid JSON"));
     }
 

@@ -32,7 +32,8 @@ import tools.jackson.databind.JsonNode;
  * passed (as {@link CachedBody}, with the check's verdict in {@link #ACCEPTED}). Error bodies the SDK writes itself
  * (it serializes whole exceptions, stack trace included) are replaced by a JSON-RPC error in Berth's words.
  *
- * <p>A refused request with an id on {@code /mcp} gets HTTP 200 with the error, so the client's pending call fails
+ * <p>A JSON-RPC response from the client is acknowledged (202) and dropped: Berth sends clients no requests. A
+ * refused request with an id on {@code /mcp} gets HTTP 200 with the error, so the client's pending call fails
  * with the reason; everything else refused gets 400 (413 for size) with the error as body, as Streamable HTTP asks.
  * On the legacy {@code /message} endpoint answers normally travel on the SSE stream, so refusals are 400 there.
  * Thread-safe (stateless).
@@ -75,6 +76,14 @@ final class JsonRpcGuard extends HttpFilter {
             case Refusal r -> {
                 boolean inBand = r.answer() && r.id() != null && req.getServletPath().equals(HttpServer.MCP);
                 refuse(resp, inBand ? 200 : 400, r.toJson());
+            }
+            case MessageCheck.Accepted a when MessageCheck.ignored(a) -> resp.setStatus(HttpServletResponse.SC_ACCEPTED);
+            case MessageCheck.Accepted a when a.isResponse() -> {
+                // Berth sends clients no requests, so a response answers none; the SDK's Streamable HTTP transport
+                // would call that a server error (500)
+                System.getLogger("berth.jsonrpc").log(System.Logger.Level.INFO, "dropped a response to request id " + a.id()
+                        + ": this server sends clients no requests");
+                resp.setStatus(HttpServletResponse.SC_ACCEPTED);
             }
             case MessageCheck.Accepted a -> {
                 req.setAttribute(ACCEPTED, a);

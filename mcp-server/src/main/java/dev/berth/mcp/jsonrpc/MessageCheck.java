@@ -39,6 +39,16 @@ public final class MessageCheck {
 
     private MessageCheck() {}
 
+    /**
+     * Whether a well-formed notification is acknowledged and dropped instead of reaching the SDK. Berth uses no
+     * roots, but the SDK answers {@code notifications/roots/list_changed} by sending the client a {@code roots/list}
+     * request and waiting for it: on Streamable HTTP without a standalone stream that is a 500, on legacy SSE a POST
+     * that hangs until the request times out (both found by {@code JsonRpcFuzzE2eTest}).
+     */
+    public static boolean ignored(Accepted message) {
+        return message.isNotification() && "notifications/roots/list_changed".equals(message.method());
+    }
+
     /** Checks {@code len} bytes of {@code buf} from 0 as one complete message. */
     public static Result check(byte[] buf, int len) {
         int start = len >= 3 && (buf[0] & 0xff) == 0xEF && (buf[1] & 0xff) == 0xBB && (buf[2] & 0xff) == 0xBF ? 3 : 0;
@@ -88,6 +98,17 @@ public final class MessageCheck {
         }
         if (response) {
             if (!hasId) return new Refusal(null, Refusal.INVALID_REQUEST, "response without an id", false);
+            JsonNode result = msg.get("result");
+            JsonNode error = msg.get("error");
+            boolean hasResult = result != null && !result.isNull();
+            boolean hasError = error != null && !error.isNull();
+            if (hasResult == hasError) {
+                return new Refusal(id, Refusal.INVALID_REQUEST, "a response carries exactly one of result and error", false);
+            }
+            if (hasError && (!error.isObject() || !error.path("code").isIntegralNumber() || !error.path("code").canConvertToInt()
+                    || !error.path("message").isString())) {
+                return new Refusal(id, Refusal.INVALID_REQUEST, "a response's error is an object with an integer code and a string message", false);
+            }
             return new Accepted(msg, id, null);
         }
         if (method == null) {
@@ -111,8 +132,7 @@ public final class MessageCheck {
     /** What is wrong with the params of {@code method}, or null when nothing is. */
     private static String params(String method, JsonNode params) {
         if (params == null) {
-            return method.equals("initialize") || method.equals("tools/call") || method.equals("notifications/cancelled")
-                    ? "params are required" : null;
+            return REQUIRE_PARAMS.contains(method) ? "params are required" : null;
         }
         if (!params.isObject()) return "params must be an object, not " + kind(params);
         String meta = field(params, "_meta", Type.OBJECT, false);
@@ -144,6 +164,10 @@ public final class MessageCheck {
             default -> null;
         };
     }
+
+    /** Methods whose params MCP requires (logging/setLevel without them was found by JsonRpcFuzzE2eTest: an SDK NPE). */
+    private static final java.util.Set<String> REQUIRE_PARAMS =
+            java.util.Set.of("initialize", "tools/call", "logging/setLevel", "notifications/cancelled");
 
     private static final java.util.List<String> LEVELS =
             java.util.List.of("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency");

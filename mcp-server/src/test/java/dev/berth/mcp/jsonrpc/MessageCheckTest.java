@@ -43,6 +43,7 @@ class MessageCheckTest {
                 Arguments.of("initialize version a number", "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":5,\"clientInfo\":{\"name\":\"a\"}}}", -32602, 0L, "protocolVersion must be a string"),
                 Arguments.of("initialize roots a number", "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"roots\":5},\"clientInfo\":{\"name\":\"a\"}}}", -32602, 0L, "roots must be an object"),
                 Arguments.of("initialize without clientInfo", "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}", -32602, 0L, "clientInfo is required"),
+                Arguments.of("setLevel without params (found by the fuzz suite)", "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"logging/setLevel\"}", -32602, 0L, "params are required"),
                 Arguments.of("unknown log level", "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"loud\"}}", -32602, 9L, "level must be one of"),
                 Arguments.of("deep nesting", "[".repeat(100_000), -32600, null, "more than 64 levels"),
                 Arguments.of("deep nesting inside params", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":" + "[".repeat(70) + "]".repeat(70) + "}}",
@@ -96,6 +97,11 @@ class MessageCheckTest {
         return Stream.of(
                 Arguments.of("cancel with an object requestId", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":{}}}"),
                 Arguments.of("response with an object id", "{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{}}"),
-                Arguments.of("response without an id", "{\"jsonrpc\":\"2.0\",\"result\":{}}"));
+                Arguments.of("response without an id", "{\"jsonrpc\":\"2.0\",\"result\":{}}"),
+                // found by JsonRpcFuzzE2eTest: the SDK's JSONRPCResponse throws on these, which stopped the stdio reader
+                Arguments.of("response with a null result", "{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":null}"),
+                Arguments.of("response with both result and error", "{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}"),
+                Arguments.of("response whose error is a string", "{\"jsonrpc\":\"2.0\",\"id\":13,\"error\":\"bad\"}"),
+                Arguments.of("response whose error code is a string", "{\"jsonrpc\":\"2.0\",\"id\":13,\"error\":{\"code\":\"x\",\"message\":\"m\"}}"));
     }
 }
