@@ -37,7 +37,10 @@ final class Drivers {
     static Engine engine(Options opts, OperatorConfig operator) throws EngineException {
         EngineConfig cfg = EngineConfig.defaults(opts.home(), all(opts));
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
-        if (operator != null) cfg = cfg.withGuard(operator.guardMode());
+        if (operator != null) {
+            cfg = cfg.withGuard(operator.guardMode())
+                    .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces());
+        }
         return Engine.start(cfg.withEgress(egress(opts, operator)));
     }
 

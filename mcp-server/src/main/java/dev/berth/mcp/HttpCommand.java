@@ -55,8 +55,11 @@ final class HttpCommand {
         McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations);
         McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations);
         HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse);
+        // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
+        HomeSocket home = HomeSocket.listen(engine.home(), engine);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (home != null) home.close();
             streamableServer.closeGracefully();
             sseServer.closeGracefully();
             http.close();

@@ -25,10 +25,47 @@ import tools.jackson.databind.json.JsonMapper;
  * resolved against the file's folder.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard) {
+                             Guard guard, LifecycleConfig lifecycle) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null);
+        this(http, auth, tenants, null, null, null);
+    }
+
+    /**
+     * When idle workspaces are parked or closed and ephemeral ones expire, in seconds (0 = never), and how many
+     * workspaces may be live at once over all tenants. Absent fields keep Berth's defaults (park after 900 s idle,
+     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces); in {@code tenants.<id>.lifecycle}
+     * they keep the server-wide values. {@code ttl_s} applies to ephemeral workspaces only (see the engine's
+     * LifecyclePolicy for why).
+     */
+    public record LifecycleConfig(@JsonProperty("idle_park_s") Long idleParkSeconds,
+                                  @JsonProperty("idle_close_s") Long idleCloseSeconds,
+                                  @JsonProperty("ttl_s") Long ttlSeconds,
+                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces) {
+        dev.berth.engine.LifecyclePolicy over(dev.berth.engine.LifecyclePolicy base) {
+            return base.with(idleParkSeconds, idleCloseSeconds, ttlSeconds);
+        }
+    }
+
+    /** The server-wide lifecycle policy. */
+    public dev.berth.engine.LifecyclePolicy lifecyclePolicy() {
+        return lifecycle == null ? dev.berth.engine.LifecyclePolicy.DEFAULT : lifecycle.over(dev.berth.engine.LifecyclePolicy.DEFAULT);
+    }
+
+    /** Tenants whose lifecycle differs from the server's, with their whole policy. */
+    public Map<String, dev.berth.engine.LifecyclePolicy> tenantLifecycle() {
+        Map<String, dev.berth.engine.LifecyclePolicy> out = new LinkedHashMap<>();
+        if (tenants == null) return out;
+        for (var e : tenants.entrySet()) {
+            if (e.getValue() != null && e.getValue().lifecycle() != null) out.put(e.getKey(), e.getValue().lifecycle().over(lifecyclePolicy()));
+        }
+        return out;
+    }
+
+    /** Live workspaces at most, over all tenants. */
+    public int maxLiveWorkspaces() {
+        return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES
+                : lifecycle.maxLiveWorkspaces();
     }
 
     /**
@@ -71,9 +108,9 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * @param secrets names of the egress section's secret bindings this tenant's workspaces may ask for; absent or
      *                empty means none (the stdio user is the operator and may use every binding)
      */
-    public record TenantConfig(Quota quota, List<String> secrets) {
+    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle) {
         public TenantConfig(Quota quota) {
-            this(quota, null);
+            this(quota, null, null);
         }
     }
 
@@ -132,7 +169,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (bind != null || port != null) {
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
-                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard());
+                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth);
@@ -164,7 +201,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
-        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard);
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle);
     }
 
     /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
@@ -237,6 +274,18 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                 || (u.getPath() != null && !u.getPath().isEmpty())) {
             throw new ConfigException(at + "http.public_url must be http(s)://host[:port] with no path, got \"" + http.publicUrl() + "\"");
         }
+        checkLifecycle(at, "lifecycle", lifecycle);
+        if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
+            throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
+        }
+        for (var e : tenants.entrySet()) {
+            LifecycleConfig tl = e.getValue() == null ? null : e.getValue().lifecycle();
+            checkLifecycle(at, "tenants." + e.getKey() + ".lifecycle", tl);
+            if (tl != null && tl.maxLiveWorkspaces() != null) {
+                throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_live_workspaces is server-wide; a tenant's"
+                        + " own limit is tenants." + e.getKey() + ".quota.workspaces");
+            }
+        }
         for (var e : tenants.entrySet()) {
             try {
                 tenant(e.getKey());
@@ -281,6 +330,17 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     }
 
     private static long opt(Integer v) { return v == null ? 0 : v; }
+
+    private static void checkLifecycle(String at, String where, LifecycleConfig l) throws ConfigException {
+        if (l == null) return;
+        for (var f : new java.util.TreeMap<>(Map.of("idle_park_s", l.idleParkSeconds() == null ? 0L : l.idleParkSeconds(),
+                "idle_close_s", l.idleCloseSeconds() == null ? 0L : l.idleCloseSeconds(),
+                "ttl_s", l.ttlSeconds() == null ? 0L : l.ttlSeconds())).entrySet()) {
+            if (f.getValue() < 0) {
+                throw new ConfigException(at + where + "." + f.getKey() + " must be >= 0 seconds (0 = never), got " + f.getValue());
+            }
+        }
+    }
 
     /** The engine's view of a configured tenant, with its quota; unknown ids are refused. */
     public Tenant tenant(String id) {

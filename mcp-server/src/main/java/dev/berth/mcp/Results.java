@@ -29,6 +29,9 @@ final class Results {
         m.put("active_runs", w.activeRuns());
         m.put("egress_policy", w.egressPolicy());
         m.put("secrets", w.secrets());
+        if (w.recovered() != null) m.put("recovered", w.recovered());
+        if (w.idleParkAt() != null) m.put("idle_park_at", w.idleParkAt().toString());
+        if (w.expiresAt() != null) m.put("expires_at", w.expiresAt().toString());
         return m;
     }
 
@@ -80,6 +83,9 @@ final class Results {
             x.put("count", d.count());
             return x;
         }).toList());
+        if (r.recovered() != null) m.put("recovered", r.recovered());
+        if (r.idleParkAt() != null) m.put("idle_park_at", r.idleParkAt().toString());
+        if (r.expiresAt() != null) m.put("expires_at", r.expiresAt().toString());
         if (!r.secretsUsed().isEmpty()) {
             m.put("secrets_used", r.secretsUsed().stream().map(u -> {
                 Map<String, Object> x = new LinkedHashMap<>();

@@ -2,6 +2,7 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.HomeOwnedException;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
 import io.modelcontextprotocol.spec.McpServerTransportProvider;
@@ -33,10 +34,14 @@ final class StdioCommand {
         } catch (OperatorConfig.ConfigException e) {
             System.err.println("berth: " + e.getMessage());
             return 2;
+        } catch (HomeOwnedException owned) {
+            // another live Berth owns this home: serve our client through it, touching nothing here
+            return HomeAttach.pipe(owned, System.in, protocolOut);
         } catch (EngineException e) {
             System.err.println("berth: " + e.getMessage());
             return 1;
         }
+        HomeSocket home = HomeSocket.listen(engine.home(), engine);
         CountDownLatch eof = new CountDownLatch(1);
         McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
                 ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
@@ -47,6 +52,15 @@ final class StdioCommand {
             eof.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        // our own client is gone; sessions attached through the home socket keep the owner until they end too
+        if (home != null) {
+            try {
+                home.awaitNoSessions();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            home.close();
         }
         shutdown(server, engine);
         return 0;

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -15,8 +17,8 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * A persistent microVM workspace survives the server: on a clean exit the server parks it with its memory, and the
- * next server resumes it exactly, running processes included. After a kill -9 no QEMU is left running and the
- * workspace comes back from its disk.
+ * next server resumes it exactly, running processes included. After a kill -9 the next server takes over the QEMU
+ * that outlived it; when QEMU died too, the workspace comes back from its disk and says that memory was lost.
  */
 class MicrovmRestartE2eTest {
     static final String[] ARGS = {"--isolation", "microvm", "--microvm-image", "test"};
@@ -45,25 +47,85 @@ class MicrovmRestartE2eTest {
         }
     }
 
+    /**
+     * kill -9 of the server while a run is in flight: the next server takes over the QEMU that outlived it, so a
+     * file written without sync, the guest's memory and its running processes are all still there, the same QEMU
+     * process serves on, and the first result says what happened, including the run it lost and did not repeat.
+     */
     @Test
-    void killNine_noQemuLeftAndFilesComeBack() throws Exception {
+    void killNine_nextServerTakesOverTheRunningVm_nothingLost() throws Exception {
         long serverPid;
+        String id;
+        long qemuPid;
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             serverPid = mcp.connect().path("pid").asLong();
-            mcp.ok("open_workspace", Map.of("name", "vm-crash"));
-            mcp.ok("run", Map.of("workspace", "vm-crash", "command", "echo survived > notes.txt; sync"));
+            id = mcp.ok("open_workspace", Map.of("name", "vm-crash")).path("workspace").asString();
+            mcp.ok("run", Map.of("workspace", "vm-crash", "command",
+                    "echo unsynced > notes.txt; echo in-memory > /tmp/mem.txt; "
+                    + "sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
             ProcessHandle server = ProcessHandle.of(serverPid).orElseThrow();
-            var qemus = server.descendants().filter(p -> p.info().command().orElse("").contains("qemu")).toList();
-            assertFalse(qemus.isEmpty(), "expected a QEMU under the server");
+            List<ProcessHandle> qemus = server.descendants().filter(p -> p.info().command().orElse("").contains("qemu")).toList();
+            assertEquals(1, qemus.size(), "expected one QEMU under the server");
+            qemuPid = qemus.get(0).pid();
+            // a run in flight when the server dies: the journal file shows it started
+            Thread inFlight = Thread.ofVirtual().start(() -> {
+                try {
+                    mcp.call("run", Map.of("workspace", "vm-crash", "command", "sleep 120"));
+                } catch (IOException expected) {
+                    // the server dies under it
+                }
+            });
+            Path journal = home.resolve("workspaces").resolve(id).resolve("runs.journal");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.exists(journal) && System.nanoTime() < deadline) Thread.onSpinWait();
+            assertTrue(Files.exists(journal), "the run never started");
             server.destroyForcibly();
             server.onExit().get(20, TimeUnit.SECONDS);
-            try (McpBridge again = McpBridge.stdio(home, ARGS)) {
-                again.connect(); // start-up cleans up what the dead server left
-                for (ProcessHandle q : qemus) q.onExit().get(20, TimeUnit.SECONDS);
-                JsonNode r = again.ok("run", Map.of("workspace", "vm-crash", "command", "cat notes.txt"));
-                assertEquals("survived\n", r.path("stdout").asString());
-                assertTrue(r.path("resumed").asBoolean());
+            inFlight.join(Duration.ofSeconds(30));
+        }
+        assertTrue(ProcessHandle.of(qemuPid).map(ProcessHandle::isAlive).orElse(false), "QEMU outlives a killed server");
+        try (McpBridge again = McpBridge.stdio(home, ARGS)) {
+            again.connect();
+            JsonNode listed = again.ok("list_workspaces", Map.of()).path("workspaces").get(0);
+            assertEquals("running", listed.path("state").asString(), listed.toString());
+            JsonNode r = again.ok("run", Map.of("workspace", "vm-crash", "command",
+                    "cat notes.txt /tmp/mem.txt; a=$(cat /tmp/counter); sleep 1; b=$(cat /tmp/counter); [ \"$b\" -gt \"$a\" ] && echo counting"));
+            assertEquals("unsynced\nin-memory\ncounting\n", r.path("stdout").asString(), r.toString());
+            assertFalse(r.path("resumed").asBoolean(), "taken over, not resumed: " + r);
+            String recovered = r.path("recovered").asString();
+            assertTrue(recovered.contains("kept running and was taken over"), recovered);
+            assertTrue(recovered.contains("(sleep 120) was in flight: it was not repeated"), recovered);
+            assertTrue(ProcessHandle.of(qemuPid).map(ProcessHandle::isAlive).orElse(false), "the same QEMU serves on");
+            JsonNode next = again.ok("run", Map.of("workspace", "vm-crash", "command", "true"));
+            assertTrue(next.path("recovered").isMissingNode(), "said once: " + next);
+        }
+    }
+
+    /** kill -9 of the server and of its QEMU: the next server cold-boots the disk and says that memory was lost. */
+    @Test
+    void killNine_serverAndQemu_coldBootSaysMemoryLost() throws Exception {
+        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+            long serverPid = mcp.connect().path("pid").asLong();
+            mcp.ok("open_workspace", Map.of("name", "vm-gone"));
+            mcp.ok("run", Map.of("workspace", "vm-gone", "command", "echo survived > notes.txt; sync; echo lost > /tmp/mem.txt"));
+            ProcessHandle server = ProcessHandle.of(serverPid).orElseThrow();
+            List<ProcessHandle> qemus = server.descendants().filter(p -> p.info().command().orElse("").contains("qemu")).toList();
+            server.destroyForcibly();
+            server.onExit().get(20, TimeUnit.SECONDS);
+            for (ProcessHandle q : qemus) {
+                q.destroyForcibly();
+                q.onExit().get(20, TimeUnit.SECONDS);
             }
+        }
+        try (McpBridge again = McpBridge.stdio(home, ARGS)) {
+            again.connect();
+            JsonNode listed = again.ok("list_workspaces", Map.of()).path("workspaces").get(0);
+            assertEquals("parked", listed.path("state").asString());
+            assertTrue(listed.path("recovered").asString().startsWith("cold boot, memory lost"), listed.toString());
+            JsonNode r = again.ok("run", Map.of("workspace", "vm-gone", "command", "cat notes.txt; cat /tmp/mem.txt 2>/dev/null || echo no-memory"));
+            assertEquals("survived\nno-memory\n", r.path("stdout").asString());
+            assertTrue(r.path("resumed").asBoolean());
+            assertTrue(r.path("recovered").asString().startsWith("cold boot, memory lost"), r.toString());
         }
     }
 }

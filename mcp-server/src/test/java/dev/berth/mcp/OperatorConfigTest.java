@@ -39,6 +39,27 @@ class OperatorConfigTest {
     }
 
     @Test
+    void lifecycle_serverDefaultsAndTenantOverrides(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.json");
+        Files.writeString(f, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]},
+                 "lifecycle": {"idle_park_s": 600, "ttl_s": 7200, "max_live_workspaces": 12},
+                 "tenants": {"alice": {"lifecycle": {"idle_park_s": 0}}, "bob": {}}}
+                """.formatted("a".repeat(64)));
+        OperatorConfig c = OperatorConfig.load(f);
+        assertEquals(new dev.berth.engine.LifecyclePolicy(600, 3600, 7200), c.lifecyclePolicy(), "absent fields keep the defaults");
+        assertEquals(java.util.Map.of("alice", new dev.berth.engine.LifecyclePolicy(0, 3600, 7200)), c.tenantLifecycle(),
+                "a tenant overrides only what it names");
+        assertEquals(12, c.maxLiveWorkspaces());
+        Files.writeString(f, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]}, "tenants": {"alice": {}}}
+                """.formatted("a".repeat(64)));
+        OperatorConfig d = OperatorConfig.load(f);
+        assertEquals(dev.berth.engine.LifecyclePolicy.DEFAULT, d.lifecyclePolicy());
+        assertEquals(dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES, d.maxLiveWorkspaces());
+    }
+
+    @Test
     void validConfig_defaultsToLoopbackAndMapsQuotas(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("c.json");
         Files.writeString(f, """

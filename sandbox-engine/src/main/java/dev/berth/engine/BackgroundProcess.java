@@ -90,8 +90,11 @@ final class BackgroundProcess implements ExecListener {
         return note;
     }
 
-    @Override public void onStdout(byte[] data) { out.append(data); }
-    @Override public void onStderr(byte[] data) { err.append(data); }
+    /** When the process last wrote output (or started): output counts as activity for the idle policy. */
+    volatile java.time.Instant lastOutputAt = java.time.Instant.now();
+
+    @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = java.time.Instant.now(); }
+    @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = java.time.Instant.now(); }
 
     boolean running() { return !handle.exit().isDone(); }
 

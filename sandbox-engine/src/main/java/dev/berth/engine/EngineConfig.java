@@ -3,6 +3,7 @@ package dev.berth.engine;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Engine settings.
@@ -15,37 +16,55 @@ import java.util.List;
  * @param defaultTimeoutSeconds run timeout when the caller gives none
  * @param maxTimeoutSeconds     ceiling for run timeouts
  * @param maxOutputBytes        per-stream output kept in a run result (head and tail)
- * @param idleParkSeconds       persistent workspaces idle this long are parked (0 = never)
- * @param idleCloseSeconds      ephemeral workspaces idle this long are closed (0 = never)
- * @param maxWorkspaces         live (not closed) workspaces at most
+ * @param lifecycle             when idle workspaces are parked or closed, and ephemeral ones expire
+ * @param tenantLifecycle       per-tenant overrides of {@code lifecycle}, by tenant id
+ * @param maxWorkspaces         live (not closed) workspaces at most, over all tenants
  * @param guard                 what happens when a run changes agent configuration files (.claude/, .mcp.json, ...)
  * @param egress                the egress proxy and the operator's ceiling policy; null = no way out at all
  */
 public record EngineConfig(Path home, List<IsolationDriver> drivers, String defaultIsolation, String requiredIsolation,
                            int defaultTimeoutSeconds, int maxTimeoutSeconds, int maxOutputBytes,
-                           long idleParkSeconds, long idleCloseSeconds, int maxWorkspaces, GuardMode guard, EgressSettings egress) {
+                           LifecyclePolicy lifecycle, Map<String, LifecyclePolicy> tenantLifecycle, int maxWorkspaces,
+                           GuardMode guard, EgressSettings egress) {
+
+    public static final int DEFAULT_MAX_WORKSPACES = 64;
 
     public EngineConfig {
         drivers = List.copyOf(drivers);
         if (drivers.isEmpty()) throw new IllegalArgumentException("at least one isolation driver is needed");
+        lifecycle = lifecycle == null ? LifecyclePolicy.DEFAULT : lifecycle;
+        tenantLifecycle = tenantLifecycle == null ? Map.of() : Map.copyOf(tenantLifecycle);
+        if (maxWorkspaces < 1) throw new IllegalArgumentException("maxWorkspaces must be at least 1, got " + maxWorkspaces);
     }
 
     public static EngineConfig defaults(Path home, List<IsolationDriver> drivers) {
-        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, 900, 3600, 64, GuardMode.REPORT, null);
+        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, LifecyclePolicy.DEFAULT, Map.of(),
+                DEFAULT_MAX_WORKSPACES, GuardMode.REPORT, null);
+    }
+
+    /** The lifecycle policy of a tenant's workspaces: its override, else the server's. */
+    public LifecyclePolicy lifecycleOf(String tenant) {
+        return tenantLifecycle.getOrDefault(tenant, lifecycle);
     }
 
     public EngineConfig withDefaultIsolation(String isolation) {
         return new EngineConfig(home, drivers, isolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard, egress);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress);
     }
 
     public EngineConfig withGuard(GuardMode mode) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, mode, egress);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, mode, egress);
     }
 
     public EngineConfig withEgress(EgressSettings settings) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, idleParkSeconds, idleCloseSeconds, maxWorkspaces, guard, settings);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, settings);
+    }
+
+    /** The operator's lifecycle policy: server-wide, per-tenant overrides, and the cap on live workspaces. */
+    public EngineConfig withLifecycle(LifecyclePolicy policy, Map<String, LifecyclePolicy> perTenant, int maxLive) {
+        return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
+                maxOutputBytes, policy, perTenant, maxLive, guard, egress);
     }
 }

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import java.time.Instant;
+
 /**
  * Result of run. {@code stdout}/{@code stderr} hold the head and the tail of each stream when it was longer than the
  * limit; {@code *Bytes} always count everything the command wrote.
@@ -10,16 +12,21 @@ package dev.berth.engine;
  * @param agentConfigChanges agent configuration files the run created, modified or deleted (and whether undone)
  * @param egressDenied outbound connections refused while the run was active, with the reason
  * @param secretsUsed  secret bindings whose real value the egress proxy injected into this run's requests
+ * @param recovered    what a fault took from the workspace before this run (a server crash, a lost sandbox, a cold
+ *                     boot, runs in flight that were lost), or null
+ * @param idleParkAt   when the idle policy will park the workspace if nothing happens, or null
+ * @param expiresAt    when the policy will close and delete the (ephemeral) workspace, or null
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
                         boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
-                        java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed) {
+                        java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
+                        String recovered, Instant idleParkAt, Instant expiresAt) {
 
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
-                egressDenied, secretsUsed);
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt);
     }
 
     RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
@@ -29,12 +36,23 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
             n = n == null ? said : n + "; " + said;
         }
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt);
     }
 
     RunResult withSecrets(java.util.List<SecretUse> used, String said) {
         String n = said == null ? note : note == null ? said : note + "; " + said;
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt);
+    }
+
+    RunResult withRecovered(String what) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt);
+    }
+
+    RunResult withLifecycle(Instant idlePark, Instant expires) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
+                idlePark, expires);
     }
 }

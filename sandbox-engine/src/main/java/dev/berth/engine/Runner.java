@@ -139,7 +139,7 @@ final class Runner {
             note = note == null ? said : note + "; " + said;
         }
         return new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
-                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes, List.of(), List.of());
+                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes, List.of(), List.of(), null, null, null);
     }
 
     private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Sandbox sandbox) throws EngineException {

@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.Resources;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -14,7 +15,7 @@ import tools.jackson.databind.json.JsonMapper;
  * On-disk layout of the engine's home and the persisted records in it. Thread-safe (stateless apart from paths).
  *
  * <pre>
- * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 2; 2 added secrets, 1 still read)
+ * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 3; 3 added damage, 2 secrets)
  * home/workspaces/ID/state/           driver-owned persistent state (disk layers, parked memory)
  * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 1)
  * home/snapshots/ID/state/            driver-owned snapshot state
@@ -22,7 +23,8 @@ import tools.jackson.databind.json.JsonMapper;
  * </pre>
  */
 final class Store {
-    static final int WORKSPACE_VERSION = 2;
+    /** 3 added {@code damage}, 2 added {@code secrets}; 1 and 2 are still read. */
+    static final int WORKSPACE_VERSION = 3;
     /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
     static final int OLDEST_WORKSPACE_VERSION = 1;
     static final int SNAPSHOT_VERSION = 1;
@@ -31,7 +33,7 @@ final class Store {
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
     record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
-                           List<String> egress, List<String> secrets) {}
+                           List<String> egress, List<String> secrets, String damage) {}
 
     /** Persisted fields of a snapshot. */
     /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
@@ -70,10 +72,10 @@ final class Store {
     Path snapshotDir(String id) { return snapshots.resolve(id); }
 
     void save(Workspace ws) throws IOException {
-        String persisted = ws.state == WorkspaceState.PARKED ? "parked" : "running";
+        String persisted = ws.state() == WorkspaceState.PARKED ? "parked" : ws.state() == WorkspaceState.DAMAGED ? "damaged" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
                 ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
-                ws.secrets.isEmpty() ? null : ws.secrets);
+                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null);
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 
@@ -100,4 +102,13 @@ final class Store {
     static void deleteTree(Path root) throws IOException { dev.berth.engine.spi.Trees.delete(root); }
 
     static long treeBytes(Path root) { return dev.berth.engine.spi.Trees.bytes(root); }
+
+    /** Deletes a tree, logging (not throwing) what could not be deleted: for clean-up after a failure. */
+    static void deleteQuietly(Path p) {
+        try {
+            deleteTree(p);
+        } catch (IOException e) {
+            System.getLogger("berth.engine").log(System.Logger.Level.WARNING, "could not delete " + p + ": " + e.getMessage());
+        }
+    }
 }

@@ -1,8 +1,8 @@
 package dev.berth.engine;
 
 /**
- * Every action that can be asked of a workspace, as one closed set, so the lifecycle check is exhaustive: a new
- * action that is not placed in {@link #check} does not compile.
+ * Every action a caller can ask of a workspace, as one closed set, so that {@link Transitions#admit} decides each
+ * (action, state) pair exhaustively: a new action that is not placed there does not compile.
  */
 public sealed interface WorkspaceAction {
 
@@ -20,23 +20,4 @@ public sealed interface WorkspaceAction {
     WorkspaceAction PARK = new Park();
     WorkspaceAction SNAPSHOT = new Snapshot();
     WorkspaceAction CLOSE = new Close();
-
-    /**
-     * Refuses {@code action} in {@code state} with a message naming the workspace, the state and what to do next.
-     * Transitional states (creating, parking, resuming) are held only under the workspace lock, so callers that take
-     * the lock never see them; seeing one here means a previous transition failed half-way.
-     */
-    static void check(WorkspaceAction action, WorkspaceState state, String workspace) throws EngineException {
-        String why = switch (state) {
-            case CLOSED -> "it is closed; open a new workspace (or open_workspace with from_snapshot)";
-            case CREATING, PARKING, RESUMING -> "it is " + state.wireName() + "; retry in a moment";
-            // run and file access on a parked workspace resume it; park of a parked one is a no-op;
-            // snapshot of a parked one copies its saved state.
-            case RUNNING, PARKED -> null;
-        };
-        if (why != null) {
-            throw new EngineException(EngineException.Kind.ILLEGAL_STATE,
-                    "cannot " + action.verb() + " workspace '" + workspace + "': " + why);
-        }
-    }
 }

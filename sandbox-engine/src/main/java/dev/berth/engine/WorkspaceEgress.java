@@ -30,6 +30,10 @@ final class WorkspaceEgress implements TunnelHandler {
     private final Policy policy;
     private final java.util.Set<String> secrets;
     private final List<RunEgress> active = new CopyOnWriteArrayList<>();
+    /** Egress connections open right now: an open connection counts as activity for the idle policy. */
+    private final java.util.concurrent.atomic.AtomicInteger open = new java.util.concurrent.atomic.AtomicInteger();
+
+    int openConnections() { return open.get(); }
 
     WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy) {
         this(settings, workspaceId, policy, List.of());
@@ -108,10 +112,15 @@ final class WorkspaceEgress implements TunnelHandler {
             @Override public void shutdownOutput() { tunnel.shutdownOutput(); }
             @Override public void reset(String reason) { tunnel.reset(reason); }
         });
+        open.incrementAndGet();
+        java.util.concurrent.atomic.AtomicBoolean counted = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Runnable closed = () -> {
+            if (counted.getAndSet(false)) open.decrementAndGet();
+        };
         return new Tunnel.Sink() {
             @Override public void onData(ByteBuffer data) { conn.write(data); }
-            @Override public void onClose() { conn.shutdownInput(); }
-            @Override public void onReset(String reason) { conn.abort(reason); }
+            @Override public void onClose() { closed.run(); conn.shutdownInput(); }
+            @Override public void onReset(String reason) { closed.run(); conn.abort(reason); }
         };
     }
 

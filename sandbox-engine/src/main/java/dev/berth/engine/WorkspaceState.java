@@ -1,15 +1,16 @@
 package dev.berth.engine;
 
 /**
- * Lifecycle states of a workspace. The legal moves are in {@link WorkspaceAction#check}; everything else is refused
- * by name.
+ * Lifecycle states of a workspace. The legal moves between them are the table in {@link Transitions}; what each
+ * caller action does in each state is {@link Transitions#admit}; everything else is refused by name.
  *
  * <pre>
  * creating -> running -> parking -> parked -> resuming -> running ... -> closed
+ *                                                      -> damaged (saved state failed verification) -> closed
  * </pre>
  */
 public enum WorkspaceState {
-    CREATING, RUNNING, PARKING, PARKED, RESUMING, CLOSED;
+    CREATING, RUNNING, PARKING, PARKED, RESUMING, DAMAGED, CLOSED;
 
     /** Lower-case wire name used in tool results. */
     public String wireName() { return name().toLowerCase(java.util.Locale.ROOT); }

@@ -54,7 +54,7 @@ class EngineLifecycleTest {
             assertTrue(assertThrows(EngineException.class, () -> engine.park(B, ref)).getMessage().startsWith(expected));
             assertTrue(assertThrows(EngineException.class, () -> engine.snapshot(B, ref, null)).getMessage().startsWith(expected));
             assertTrue(assertThrows(EngineException.class, () -> engine.closeWorkspace(B, ref, true)).getMessage().startsWith(expected));
-            assertTrue(assertThrows(EngineException.class, () -> engine.sandboxFor(B, ref)).getMessage().startsWith(expected));
+            assertTrue(assertThrows(EngineException.class, () -> engine.sandboxOf(B, ref)).getMessage().startsWith(expected));
         }
         for (String ref : List.of(snap.id(), "alice-snap")) {
             var e = assertThrows(EngineException.class, () -> engine.open(B, new OpenRequest(null, null, ref, null, null)));
@@ -130,7 +130,7 @@ class EngineLifecycleTest {
     void sandboxKilled_midRun_clearErrorAndNextRunRestartsIt() throws Exception {
         String id = engine.open(A, OpenRequest.persistent("fragile")).workspace().id();
         sh(A, id, "echo kept > f");
-        long pid = engine.sandboxFor(A, id).hostPid();
+        long pid = engine.sandboxOf(A, id).hostPid();
         Thread killer = Thread.ofVirtual().start(() -> {
             try {
                 Thread.sleep(500);
@@ -150,8 +150,7 @@ class EngineLifecycleTest {
     void idleWorkspaces_persistentParkedAndEphemeralClosed() throws Exception {
         engine.close();
         EngineConfig d = config();
-        engine = Engine.start(new EngineConfig(d.home(), d.drivers(), null, null, d.defaultTimeoutSeconds(), d.maxTimeoutSeconds(),
-                d.maxOutputBytes(), 1, 1, d.maxWorkspaces(), d.guard(), null));
+        engine = Engine.start(d.withLifecycle(new LifecyclePolicy(1, 1, 0), java.util.Map.of(), d.maxWorkspaces()));
         String p = engine.open(A, OpenRequest.persistent("sleepy")).workspace().id();
         String e = engine.open(A, OpenRequest.ephemeral()).workspace().id();
         long deadline = System.nanoTime() + 30_000_000_000L; // the reaper runs every 5 s; this bounds the wait, it times nothing
@@ -172,10 +171,40 @@ class EngineLifecycleTest {
                 sh(A, id, "sleep 2");
             } catch (EngineException ignored) { }
         });
-        Thread.sleep(500);
+        long deadline = System.nanoTime() + 30_000_000_000L; // bounds the wait for the run to be counted; times nothing
+        while (engine.info(A, id).activeRuns() == 0 && System.nanoTime() < deadline) Thread.onSpinWait();
         var e = assertThrows(EngineException.class, () -> engine.park(A, id));
         assertTrue(e.getMessage().contains("1 run(s) in progress"), e.getMessage());
         t.join();
         engine.park(A, id);
+    }
+
+    @Test
+    void secondEngineOnALiveHome_refusedNamingTheOwner() {
+        var e = assertThrows(HomeOwnedException.class, () -> Engine.start(config()));
+        assertEquals(EngineException.Kind.CONFLICT, e.kind());
+        assertTrue(e.getMessage().contains("is owned by Berth process " + ProcessHandle.current().pid()), e.getMessage());
+        assertEquals(ProcessHandle.current().pid(), e.ownerPid());
+    }
+
+    @Test
+    void homeLock_releasedOnClose_nextEngineTakesOver() throws Exception {
+        engine.open(A, OpenRequest.persistent("kept"));
+        engine.close();
+        engine = Engine.start(config());
+        assertEquals(1, engine.list(A).size());
+    }
+
+    @Test
+    void nameShapedLikeAnId_refused() throws Exception {
+        String id = engine.open(A, OpenRequest.ephemeral()).workspace().id();
+        for (String name : List.of(id, "ws-0123456789", "snap-abc", "WS-ABC")) {
+            var e = assertThrows(EngineException.class, () -> engine.open(A, OpenRequest.persistent(name)));
+            assertEquals(EngineException.Kind.INVALID_ARGUMENT, e.kind());
+            assertTrue(e.getMessage().contains("has the shape of a Berth id"), e.getMessage());
+            var s = assertThrows(EngineException.class, () -> engine.snapshot(A, id, name));
+            assertTrue(s.getMessage().contains("has the shape of a Berth id"), s.getMessage());
+        }
+        assertEquals(1, engine.list(A).size(), "nothing was created");
     }
 }

@@ -6,13 +6,13 @@ import dev.berth.engine.spi.DriverCapabilities;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxDamagedException;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
 import java.io.File;
 import java.io.IOException;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -141,8 +141,11 @@ public final class MicrovmDriver implements IsolationDriver {
             return switch (request.mode()) {
                 case StartRequest.Fresh f -> startFresh(request);
                 case StartRequest.Resume r -> startResume(request);
-                case StartRequest.Fork f -> startFork(request, f.snapshotStateDir());
+                case StartRequest.Fork f -> startFork(request, f.snapshotStateDir(), false);
             };
+        } catch (SandboxDamagedException e) {
+            cleanupRuntime(request.runtimeDir());
+            throw e;
         } catch (IOException | RuntimeException e) {
             cleanupRuntime(request.runtimeDir());
             throw new SandboxException("microvm " + request.workspaceId() + ": start failed: " + e.getMessage(), e);
@@ -162,7 +165,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 + "-d" + r.diskMiB() + "-p" + req.proxyPort());
         if (Files.isRegularFile(base.resolve(BASE_COMPLETE))) {
             try {
-                return startFork(req, base);
+                return startFork(req, base, true);
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "warm base " + base + " unusable, booting instead: " + e.getMessage());
                 cleanupRuntime(req.runtimeDir());
@@ -211,15 +214,45 @@ public final class MicrovmDriver implements IsolationDriver {
         return connect(req, spec, m, false, false);
     }
 
-    private Sandbox startResume(StartRequest req) throws IOException {
+    private Sandbox startResume(StartRequest req) throws IOException, SandboxDamagedException {
         Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
         if (!Files.exists(specFile)) throw new IOException("no saved machine in " + req.stateDir());
         VmSpec spec = VmSpec.read(specFile);
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
         Path state = spec.stateFile() == null ? null : req.stateDir().resolve(spec.stateFile());
-        if (state != null && !Files.isRegularFile(state)) state = null;
+        if (spec.memShared()) awaitHoles(req.stateDir().resolve(spec.memPath()));
+        java.util.concurrent.CompletableFuture<Void> verified = java.util.concurrent.CompletableFuture.completedFuture(null);
+        if (state != null && (ParkManifest.exists(req.stateDir()) || VmSpec.promisesManifest(specFile))) {
+            // load exactly what park wrote, or nothing: a missing, truncated or foreign file is refused by name. The
+            // check runs while QEMU starts, and QEMU loads nothing before it passed.
+            verified = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    ParkManifest.verify(req.workspaceId(), req.stateDir());
+                } catch (SandboxDamagedException | IOException e) {
+                    throw new java.util.concurrent.CompletionException(e);
+                }
+            });
+        } else if (state != null && !Files.isRegularFile(state)) {
+            throw new SandboxDamagedException("vm.json names the saved state " + spec.stateFile() + ", which is missing");
+        }
+        java.util.concurrent.CompletableFuture<Void> check = verified;
         // No saved state (the server or QEMU died while it ran): boot cold on the workspace's own disk.
-        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
+        QemuMachine m;
+        try {
+            m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state, () -> {
+                try {
+                    check.join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    throw new IOException(e.getCause().getMessage(), e.getCause());
+                }
+            });
+        } catch (IOException e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof SandboxDamagedException d) throw d;
+            }
+            check.exceptionally(x -> null).join(); // QEMU failed for its own reasons: let the check finish first
+            throw e;
+        }
         VmSpec running = spec;
         if (state != null) {
             // Until cont the RAM file is untouched and a failed resume can be retried. From cont on the RAM file is
@@ -228,16 +261,33 @@ public final class MicrovmDriver implements IsolationDriver {
             running = spec.withState(null);
             running.write(specFile);
             Files.deleteIfExists(state);
+            Files.deleteIfExists(req.stateDir().resolve(ParkManifest.FILE));
             m.cont();
         }
         return connect(req, running, m, state != null, false);
     }
 
-    private Sandbox startFork(StartRequest req, Path snapDir) throws IOException {
+    /**
+     * A new machine from a snapshot: a qcow2 overlay on the snapshot's disk, and its RAM either mapped copy-on-write
+     * (share=off: a fork costs no copy, but its park must write every page it changed into the state stream) or,
+     * with {@code ownMemory}, copied (sparse) into the workspace so that it is the workspace's own share=on file
+     * like a booted machine's: park and resume then move only device state. Fresh workspaces made from the warm base
+     * own their memory (they must park like a booted machine); forks of a user's snapshot share it.
+     */
+    private Sandbox startFork(StartRequest req, Path snapDir, boolean ownMemory) throws IOException {
         VmSpec snap = VmSpec.read(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
         Path state = snapDir.resolve(snap.stateFile());
         Path snapDisk = snapDir.resolve(QemuMachine.DATA_DISK).toAbsolutePath();
-        VmSpec spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
+        // only a snapshot of a machine whose RAM was its own file has a stream without RAM pages: then its RAM file
+        // can become the fork's own
+        boolean own = ownMemory && !Path.of(snap.memPath()).isAbsolute();
+        VmSpec spec;
+        if (own) {
+            copySparse(snapDir.resolve(snap.memPath()), req.stateDir().resolve("ram"));
+            spec = snap.withMemory("ram", true).withState(null);
+        } else {
+            spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
+        }
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
         ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
                 disk.toString()), 60);
@@ -310,41 +360,90 @@ public final class MicrovmDriver implements IsolationDriver {
         }
     }
 
+    /** RAM files whose zero blocks are being punched into holes after a park, by path. */
+    private static final java.util.Map<Path, java.util.concurrent.CompletableFuture<Void>> DIGGING =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Punches the zero blocks of a parked RAM file into holes, off the park path. The content stays the same (the
+     * manifest stays true); a resume or snapshot of the same file waits for it ({@link #awaitHoles}), since QEMU
+     * writing a page while fallocate punches it could lose the write.
+     */
+    static void digHolesLater(Path ram) {
+        Path key = ram.toAbsolutePath().normalize();
+        var f = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                ImageBuilder.run(List.of("fallocate", "--dig-holes", key.toString()), 120);
+            } catch (IOException e) {
+                // not every filesystem can punch holes; the file is then just larger
+            }
+        }, java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
+        DIGGING.put(key, f);
+        f.whenComplete((x, e) -> DIGGING.remove(key, f));
+    }
+
+    /** Waits until no hole punching runs on {@code ram}. */
+    static void awaitHoles(Path ram) {
+        var f = DIGGING.get(ram.toAbsolutePath().normalize());
+        if (f != null) f.join();
+    }
+
+    @Override
+    public boolean hasSavedMemory(Path stateDir) {
+        try {
+            VmSpec spec = VmSpec.read(stateDir.resolve(VmSpec.WORKSPACE_FILE));
+            return spec.stateFile() != null && Files.isRegularFile(stateDir.resolve(spec.stateFile()));
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     @Override
     public void cleanupRuntime(Path runtimeDir) {
-        Path pidFile = runtimeDir.resolve(QemuMachine.PID_FILE);
-        try {
-            if (Files.isRegularFile(pidFile)) {
-                long pid = Long.parseLong(Files.readString(pidFile).strip());
-                if (isOurQemu(pid, runtimeDir)) {
-                    ProcessHandle.of(pid).ifPresent(ph -> {
-                        ph.destroyForcibly();
-                        try {
-                            ph.onExit().get(10, TimeUnit.SECONDS);
-                        } catch (Exception ignored) { }
-                    });
-                }
-            }
-        } catch (IOException | NumberFormatException ignored) {
-            // an unreadable pid file names no process we could verify
-        }
+        QemuMachine.processOf(runtimeDir).ifPresent(ph -> {
+            ph.destroyForcibly();
+            QemuMachine.waitFor(ph, 10_000);
+        });
         for (String f : List.of(QemuMachine.QMP_SOCK, QemuMachine.AGENT_SOCK, QemuMachine.PID_FILE,
                 QemuMachine.CONSOLE_FILE)) {
             try { Files.deleteIfExists(runtimeDir.resolve(f)); } catch (IOException ignored) { }
         }
     }
 
-    /** True only if {@code pid} is a QEMU whose command line names this runtime directory's QMP socket. */
-    static boolean isOurQemu(long pid, Path runtimeDir) {
+    /**
+     * Takes over the QEMU a dead server left running for this workspace, so nothing the guest held is lost:
+     * <ul>
+     * <li>running (or paused mid-snapshot, with no saved state): re-attached, continued if paused, and returned;</li>
+     * <li>paused after park had written its state (vm.json names it), or paused before a resume had continued:
+     *     the saved state is the truth, so QEMU is told to quit and the workspace stays parked (empty);</li>
+     * <li>no QEMU, or one whose QMP or agent does not answer: empty (it is killed; the next start cold-boots the
+     *     disk, or restores the saved state if there is one).</li>
+     * </ul>
+     */
+    @Override
+    public Optional<Sandbox> adopt(StartRequest req) throws SandboxException {
+        Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
+        QemuMachine m = null;
         try {
-            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
-            String[] argv = new String(raw, StandardCharsets.UTF_8).split("\0");
-            if (argv.length == 0 || !Path.of(argv[0]).getFileName().toString().startsWith("qemu-system")) return false;
-            String qmpArg = "unix:" + QemuMachine.opt(runtimeDir.resolve(QemuMachine.QMP_SOCK).toString()) + ",server=on,wait=off";
-            for (String a : argv) if (a.equals(qmpArg)) return true;
-            return false;
-        } catch (IOException e) {
-            return false;
+            if (!Files.isRegularFile(specFile)) return Optional.empty();
+            Optional<QemuMachine> found = QemuMachine.adopt(req.runtimeDir());
+            if (found.isEmpty()) return Optional.empty();
+            m = found.get();
+            VmSpec spec = VmSpec.read(specFile);
+            String status = m.runState();
+            boolean saved = spec.stateFile() != null && Files.isRegularFile(req.stateDir().resolve(spec.stateFile()));
+            if (saved) {
+                m.quit(); // park had finished writing, or a resume had not continued yet: the saved state wins
+                cleanupRuntime(req.runtimeDir());
+                return Optional.empty();
+            }
+            if (!status.equals("running")) m.cont(); // stopped for a snapshot when the server died
+            AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
+            return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent));
+        } catch (IOException | RuntimeException e) {
+            if (m != null) m.kill();
+            cleanupRuntime(req.runtimeDir());
+            throw new SandboxException("microvm " + req.workspaceId() + ": could not adopt the running machine: " + e.getMessage(), e);
         }
     }
 
@@ -352,11 +451,17 @@ public final class MicrovmDriver implements IsolationDriver {
     public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
         try {
             VmSpec spec = VmSpec.read(workspaceStateDir.resolve(VmSpec.WORKSPACE_FILE));
+            if (spec.memShared()) awaitHoles(workspaceStateDir.resolve(spec.memPath()));
+            // a snapshot of a damaged parked state would hand the damage to every fork
+            if (ParkManifest.exists(workspaceStateDir)) ParkManifest.verify(null, workspaceStateDir);
             if (spec.stateFile() == null || !Files.isRegularFile(workspaceStateDir.resolve(spec.stateFile())))
                 throw new IOException("the workspace has no saved memory state (it was not parked cleanly)");
             Files.createDirectories(snapshotStateDir);
             copySparse(workspaceStateDir.resolve(spec.stateFile()), snapshotStateDir.resolve("state"));
             writeSnapshot(spec, workspaceStateDir, snapshotStateDir);
+        } catch (SandboxDamagedException e) {
+            throw new SandboxException("microvm: the parked workspace's saved state failed verification, so no snapshot"
+                    + " was taken of it: " + e.getMessage(), e);
         } catch (IOException e) {
             throw new SandboxException("microvm: snapshot of parked workspace failed: " + e.getMessage(), e);
         }

@@ -3,6 +3,7 @@ package dev.berth.engine.microvm;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.SandboxStillRunningException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,42 +44,88 @@ final class MicrovmSandbox implements Sandbox {
             throw new SandboxException("cannot " + op + " microvm " + workspaceId + ": QEMU exited" + machine.log());
     }
 
+    /**
+     * Parks: saves device state (RAM stays in its file, x-ignore-shared), makes it durable, writes the
+     * {@link ParkManifest} and the spec naming the state, and only then stops QEMU. Until the spec is written nothing
+     * is lost: a failure (a full disk, for one) removes what was written and continues the guest, and the caller gets
+     * {@link SandboxStillRunningException}. A server killed between the spec and QEMU's exit leaves a QEMU that
+     * the next server's {@code adopt} tells to quit, keeping the saved state.
+     */
     @Override
     public ParkOutcome park() throws SandboxException {
         requireRunning("park");
         long t0 = System.nanoTime();
+        Path tmp = stateDir.resolve("state.tmp");
+        Path state = stateDir.resolve("state");
+        Path specFile = stateDir.resolve(VmSpec.WORKSPACE_FILE);
+        VmSpec parked = spec.withState("state");
+        long manifestNanos;
         try {
-            agent.close();
-            Path tmp = stateDir.resolve("state.tmp");
             Files.deleteIfExists(tmp);
             machine.stopAndSave(tmp);
-            machine.quit();
-            stopped = true;
-            // Durable before we call it parked: the RAM file (share=on) and the device state. Zero pages (most of
-            // them: the guest runs with init_on_free=1) become holes first, so the parked RAM file is small.
-            if (spec.memShared()) {
-                Path ram = stateDir.resolve(spec.memPath());
-                try {
-                    ImageBuilder.run(List.of("fallocate", "--dig-holes", ram.toString()), 120);
-                } catch (IOException e) {
-                    // not every filesystem can punch holes; the file is then just larger
-                }
-                VmSpec.fsync(ram);
-            }
             VmSpec.fsync(tmp);
-            Files.move(tmp, stateDir.resolve("state"), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
-                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            VmSpec parked = spec.withState("state");
-            parked.write(stateDir.resolve(VmSpec.WORKSPACE_FILE));
-            spec = parked;
-            long millis = (System.nanoTime() - t0) / 1_000_000;
-            cleanRuntime();
-            return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
+            // the RAM file's write-back (disk) and the manifest (CPU) go on at the same time
+            Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
+            java.util.concurrent.CompletableFuture<Void> ramDurable = ram == null
+                    ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                    : java.util.concurrent.CompletableFuture.runAsync(() -> {
+                        try {
+                            VmSpec.fsync(ram);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            long m0 = System.nanoTime();
+            try {
+                ParkManifest.write(workspaceId, stateDir, parkedFiles(spec));
+                manifestNanos = System.nanoTime() - m0;
+                ramDurable.join();
+            } catch (java.util.concurrent.CompletionException ce) {
+                if (ce.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
+                throw ce;
+            }
+            parked.write(specFile);
         } catch (IOException e) {
-            destroy();
-            throw new SandboxException("microvm " + workspaceId + ": park failed, the machine was stopped and its memory lost"
-                    + " (files on its disk are kept): " + e.getMessage(), e);
+            // nothing is lost yet: undo what was written and let the guest go on
+            for (Path p : List.of(tmp, state, stateDir.resolve(ParkManifest.FILE))) {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException ignored) {
+                    // best effort: what matters is that the spec names no state and the guest runs on
+                }
+            }
+            try {
+                machine.cont(); // vm.json still names no state: MetaFile writes are atomic, a failed one changed nothing
+            } catch (IOException e2) {
+                destroy();
+                throw new SandboxException("microvm " + workspaceId + ": park failed (" + e.getMessage() + ") and the machine"
+                        + " could not be continued (" + e2.getMessage() + "); it was stopped, its memory lost, files on its disk kept", e);
+            }
+            throw new SandboxStillRunningException("microvm " + workspaceId + ": park failed: " + e.getMessage()
+                    + "; nothing was saved and the workspace is still running as before", e);
         }
+        spec = parked;
+        agent.close();
+        machine.quit();
+        stopped = true;
+        cleanRuntime();
+        long millis = (System.nanoTime() - t0) / 1_000_000;
+        lastManifestMillis = manifestNanos / 1_000_000.0;
+        // Zero pages (most of them: the guest runs with init_on_free=1) become holes, so the parked RAM file is small.
+        // Content is unchanged (the manifest stays true), QEMU no longer maps the file, and it is not on the park path.
+        if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()));
+        return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
+    }
+
+    /** Milliseconds the last park spent on its manifest (for the benchmark). */
+    volatile double lastManifestMillis;
+
+    /** The files a restore of {@code s} reads from the workspace's own directory. */
+    static List<String> parkedFiles(VmSpec s) {
+        List<String> files = new java.util.ArrayList<>(List.of("state", QemuMachine.DATA_DISK));
+        if (!Path.of(s.memPath()).isAbsolute()) files.add(s.memPath());
+        return files;
     }
 
     @Override

@@ -29,12 +29,13 @@ final class QemuMachine implements AutoCloseable {
     /** unix socket paths are limited to 108 bytes including the terminator. */
     static final int MAX_SOCKET_PATH = 107;
 
-    final Process process;
+    /** The QEMU process: our child when launched, a process a previous server left behind when adopted. */
+    final ProcessHandle process;
     final QmpClient qmp;
     final Path runtimeDir;
     private final BoundedLog log;
 
-    private QemuMachine(Process process, QmpClient qmp, Path runtimeDir, BoundedLog log) {
+    private QemuMachine(ProcessHandle process, QmpClient qmp, Path runtimeDir, BoundedLog log) {
         this.process = process;
         this.qmp = qmp;
         this.runtimeDir = runtimeDir;
@@ -107,6 +108,21 @@ final class QemuMachine implements AutoCloseable {
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile) throws IOException {
+        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { });
+    }
+
+    /** A check that must pass before QEMU loads anything it was given (it runs while QEMU starts). */
+    @FunctionalInterface
+    interface BeforeLoad {
+        void check() throws IOException;
+    }
+
+    /**
+     * Like {@link #launch(String, Accel, VmSpec, Path, Path, Path, Path)}, calling {@code beforeLoad} once QEMU is up
+     * and paused and before it loads the state: a failed check kills QEMU before it read a byte of the state.
+     */
+    static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                              Path stateFile, BeforeLoad beforeLoad) throws IOException {
         Files.createDirectories(runtimeDir);
         for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
         for (String f : List.of(QMP_SOCK, AGENT_SOCK)) {
@@ -130,13 +146,14 @@ final class QemuMachine implements AutoCloseable {
             qmp = connectQmp(p, runtimeDir);
         } catch (IOException e) {
             p.destroyForcibly();
-            waitFor(p, 5000);
+            waitFor(p.toHandle(), 5000);
             throw new IOException(e.getMessage() + log.tail(), e);
         }
-        QemuMachine m = new QemuMachine(p, qmp, runtimeDir, log);
+        QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, log);
         try {
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
                     List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
+            beforeLoad.check();
             if (stateFile != null) {
                 qmp.execute("migrate-incoming", Map.of("uri", "exec:cat '" + stateFile + "'"), Duration.ofSeconds(10));
                 m.awaitMigration(Duration.ofSeconds(120));
@@ -146,6 +163,48 @@ final class QemuMachine implements AutoCloseable {
             throw new IOException(e.getMessage() + log.tail(), e);
         }
         return m;
+    }
+
+    /**
+     * The QEMU a previous server process left running in {@code runtimeDir}, with a new QMP connection, or empty when
+     * there is none: no pid file, no such process, or a process that is not the QEMU of this runtime directory (a
+     * recycled pid is never adopted, let alone killed).
+     */
+    static java.util.Optional<QemuMachine> adopt(Path runtimeDir) throws IOException {
+        java.util.Optional<ProcessHandle> p = processOf(runtimeDir);
+        if (p.isEmpty()) return java.util.Optional.empty();
+        QmpClient qmp = QmpClient.connect(runtimeDir.resolve(QMP_SOCK), "berth", Duration.ofSeconds(20));
+        return java.util.Optional.of(new QemuMachine(p.get(), qmp, runtimeDir, new BoundedLog()));
+    }
+
+    /** The live QEMU process whose pid file is in {@code runtimeDir} and whose command line names that directory. */
+    static java.util.Optional<ProcessHandle> processOf(Path runtimeDir) {
+        long pid;
+        try {
+            pid = Long.parseLong(Files.readString(runtimeDir.resolve(PID_FILE)).strip());
+        } catch (IOException | NumberFormatException e) {
+            return java.util.Optional.empty();
+        }
+        return ProcessHandle.of(pid).filter(ProcessHandle::isAlive).filter(h -> isOurQemu(pid, runtimeDir));
+    }
+
+    /** True only if {@code pid} is a QEMU whose command line names this runtime directory's QMP socket. */
+    static boolean isOurQemu(long pid, Path runtimeDir) {
+        try {
+            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
+            String[] argv = new String(raw, java.nio.charset.StandardCharsets.UTF_8).split("\0");
+            if (argv.length == 0 || !Path.of(argv[0]).getFileName().toString().startsWith("qemu-system")) return false;
+            String qmpArg = "unix:" + opt(runtimeDir.resolve(QMP_SOCK).toString()) + ",server=on,wait=off";
+            return List.of(argv).contains(qmpArg);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** QEMU's run state ("running", "paused", "postmigrate", "inmigrate", ...). */
+    String runState() throws IOException {
+        JsonNode r = qmp.execute("query-status");
+        return r == null ? "" : r.path("status").asString("");
     }
 
     private static QmpClient connectQmp(Process p, Path runtimeDir) throws IOException {
@@ -234,9 +293,12 @@ final class QemuMachine implements AutoCloseable {
         waitFor(process, 10_000);
     }
 
-    static boolean waitFor(Process p, long ms) {
+    static boolean waitFor(ProcessHandle p, long ms) {
         try {
-            return p.waitFor(ms, TimeUnit.MILLISECONDS);
+            p.onExit().get(ms, TimeUnit.MILLISECONDS);
+            return true;
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            return !p.isAlive();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return !p.isAlive();

@@ -1,18 +1,19 @@
 package dev.berth.engine.microvm;
 
 import java.io.IOException;
+import dev.berth.engine.spi.MetaFile;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import tools.jackson.databind.ObjectMapper;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Everything needed to start QEMU again for a saved machine: a restore must use the same kernel, initramfs,
- * memory size, vCPU count and RAM backing it was saved with. Written atomically as {@code vm.json} into a workspace
- * state directory and as {@code snapshot.json} into a snapshot directory.
+ * memory size, vCPU count and RAM backing it was saved with. Written as a {@link MetaFile} (atomic, versioned,
+ * checksummed, size-capped) named {@code vm.json} in a workspace state directory and {@code snapshot.json} in a
+ * snapshot directory.
  *
  * @param memPath   file backing guest RAM
  * @param memShared {@code true}: RAM lives in {@code memPath} (share=on) and is left out of the migration stream
@@ -25,6 +26,13 @@ record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, 
 
     static final String WORKSPACE_FILE = "vm.json";
     static final String SNAPSHOT_FILE = "snapshot.json";
+    static final String KIND = "vmspec";
+    /**
+     * 2: a spec that names a state file has a {@link ParkManifest} beside it, and resume refuses the state without
+     * one. 1: the first version in the MetaFile format. Before it: plain JSON. Versions 1 and plain JSON are still
+     * read (their parked states resume unverified, as they were written before manifests existed).
+     */
+    static final int VERSION = 2;
     private static final ObjectMapper JSON = JsonMapper.builder().build();
 
     VmSpec withState(String state) {
@@ -35,20 +43,27 @@ record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, 
         return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort);
     }
 
+    /**
+     * Reads a spec written by {@link #write} (a {@link MetaFile} of kind {@value #KIND}), or the plain JSON that
+     * builds before format version 1 wrote (warm bases and parked workspaces made by them stay usable).
+     */
     static VmSpec read(Path file) throws IOException {
         try {
-            return JSON.readValue(Files.readString(file), VmSpec.class);
+            String json = MetaFile.looksLikeMetaFile(file) ? MetaFile.read(file, KIND, 1, VERSION) : Files.readString(file);
+            return JSON.readValue(json, VmSpec.class);
         } catch (RuntimeException e) {
             throw new IOException("unreadable " + file + ": " + e.getMessage(), e);
         }
     }
 
+    /** Whether the spec in {@code file} was written by a build whose parks write a manifest. */
+    static boolean promisesManifest(Path file) throws IOException {
+        return MetaFile.version(file) >= 2;
+    }
+
+    /** Writes atomically (temporary file, fsync, rename, directory fsync), checksummed and versioned. */
     void write(Path file) throws IOException {
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        Files.writeString(tmp, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(this));
-        fsync(tmp);
-        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        fsync(file.getParent());
+        MetaFile.write(file, KIND, VERSION, JSON.writeValueAsString(this));
     }
 
     static void fsync(Path p) throws IOException {

@@ -32,6 +32,27 @@ public interface IsolationDriver {
     Sandbox start(StartRequest request) throws SandboxException;
 
     /**
+     * Takes over a sandbox that a previous server process left running for this workspace (the server died, its
+     * sandbox did not), so that nothing the sandbox held is lost. Empty when there is nothing to take over; the
+     * engine then cleans the runtime directory and the workspace resumes from its saved state (or cold) on next use.
+     * The default suits drivers whose sandboxes end with the server (bubblewrap dies with its parent).
+     *
+     * @param request the workspace's directories and resources, with mode {@link StartRequest.Resume}
+     * @throws SandboxException when a sandbox was found but could not be taken over (it has been stopped)
+     */
+    default java.util.Optional<Sandbox> adopt(StartRequest request) throws SandboxException {
+        return java.util.Optional.empty();
+    }
+
+    /**
+     * Whether {@code stateDir} holds a complete saved state with memory (a finished park), so that the next start
+     * restores it rather than booting cold. Default: false (drivers whose park keeps files only).
+     */
+    default boolean hasSavedMemory(Path stateDir) {
+        return false;
+    }
+
+    /**
      * Removes whatever a crashed server may have left for this runtime directory (mounts, processes, sockets).
      * Called by the engine at start-up for every runtime directory it finds, before it deletes the directory.
      */

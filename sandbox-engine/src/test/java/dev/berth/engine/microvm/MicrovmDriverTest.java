@@ -328,4 +328,64 @@ class MicrovmDriverTest {
         ImageBuilder.deleteTree(root.resolve("ws-crash"));
         assertFalse(Files.exists(root.resolve("ws-gone")) || Files.exists(root.resolve("ws-crash")));
     }
+
+    /**
+     * Resume loads exactly what park wrote or nothing: a changed disk byte, a RAM file of another length, a missing
+     * state file are each refused by name, before QEMU sees them; put back as park left them, the workspace resumes
+     * with its memory.
+     */
+    @Test
+    void resume_savedStateNotAsParked_refusedNamingTheFile() throws Exception {
+        Sandbox ws = start("ws-verify", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo remembered > /tmp/t");
+        ws.park();
+        Path dir = request("ws-verify", new StartRequest.Resume()).stateDir();
+        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+
+        Path disk = dir.resolve("data.qcow2");
+        long at = Files.size(disk) / 2;
+        try (var ch = java.nio.channels.FileChannel.open(disk, java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+            ch.read(b, at);
+            byte orig = b.get(0);
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) (orig ^ 0x5a)}), at);
+            var e = assertThrows(dev.berth.engine.spi.SandboxDamagedException.class, () -> driver.start(request("ws-verify", new StartRequest.Resume())));
+            assertTrue(e.getMessage().contains("data.qcow2 has changed since park"), e.getMessage());
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {orig}), at);
+        }
+
+        Path ram = dir.resolve("ram");
+        long size = Files.size(ram);
+        try (var ch = java.nio.channels.FileChannel.open(ram, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {1}), size);
+            var e = assertThrows(dev.berth.engine.spi.SandboxDamagedException.class, () -> driver.start(request("ws-verify", new StartRequest.Resume())));
+            assertTrue(e.getMessage().contains("ram is " + (size + 1) + " bytes, park wrote " + size), e.getMessage());
+            ch.truncate(size);
+        }
+
+        Files.move(dir.resolve("state"), dir.resolve("state.aside"));
+        var e = assertThrows(dev.berth.engine.spi.SandboxDamagedException.class, () -> driver.start(request("ws-verify", new StartRequest.Resume())));
+        assertTrue(e.getMessage().contains("state is missing"), e.getMessage());
+        Files.move(dir.resolve("state.aside"), dir.resolve("state"));
+
+        Sandbox back = start("ws-verify", new StartRequest.Resume());
+        assertEquals("remembered\n", Guest.sh(back.agent(), "cat /tmp/t").out(), "nothing was half-resumed on the way");
+        back.destroy();
+    }
+
+    /** A park that cannot write its state changes nothing: the machine runs on, and says why. */
+    @Test
+    void park_stateCannotBeWritten_workspaceStillRunning() throws Exception {
+        Sandbox ws = start("ws-nopark", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo alive > /tmp/t");
+        Path dir = request("ws-nopark", new StartRequest.Resume()).stateDir();
+        Files.createDirectories(dir.resolve("state.tmp").resolve("in-the-way")); // the state file cannot be created
+        var e = assertThrows(dev.berth.engine.spi.SandboxStillRunningException.class, ws::park);
+        assertTrue(e.getMessage().contains("still running as before"), e.getMessage());
+        assertTrue(ws.isAlive());
+        assertEquals("alive\n", Guest.sh(ws.agent(), "cat /tmp/t").out());
+        assertFalse(Files.exists(dir.resolve("state")));
+        ImageBuilder.deleteTree(dir.resolve("state.tmp"));
+        assertTrue(ws.park().memoryKept(), "parks once the way is clear");
+    }
 }

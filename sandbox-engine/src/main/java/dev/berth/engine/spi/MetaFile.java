@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.spi;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -12,7 +12,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32C;
 
 /**
- * Versioned, checksummed, atomically written metadata files (workspace records, snapshot manifests).
+ * Versioned, checksummed, atomically written metadata files: the one record format and the one atomic write of
+ * Berth's home (workspace and snapshot records, the microVM driver's machine specs, park manifests).
  *
  * <p>Format: one header line {@code BERTH <kind> <version> <crc32c-hex> <body-length>\n} followed by a UTF-8 JSON
  * body of exactly that length. Reads are capped at {@link #MAX_BYTES}; a file with the wrong magic, kind, version,
@@ -21,12 +22,12 @@ import java.util.zip.CRC32C;
  * <p>Writes go to a temporary file in the same directory, are fsynced, renamed over the target and the directory is
  * fsynced, so a crash (or {@code kill -9}) leaves either the old or the new file, never a torn one.
  */
-final class MetaFile {
-    static final int MAX_BYTES = 1 << 20;
+public final class MetaFile {
+    public static final int MAX_BYTES = 1 << 20;
 
     private MetaFile() {}
 
-    static void write(Path file, String kind, int version, String json) throws IOException {
+    public static void write(Path file, String kind, int version, String json) throws IOException {
         byte[] body = json.getBytes(StandardCharsets.UTF_8);
         CRC32C crc = new CRC32C();
         crc.update(body);
@@ -53,13 +54,34 @@ final class MetaFile {
         }
     }
 
+    /** The format version in {@code file}'s header (0 when it is not a Berth metadata file). */
+    public static int version(Path file) throws IOException {
+        try (var in = Files.newInputStream(file)) {
+            String[] h = new String(in.readNBytes(200), StandardCharsets.US_ASCII).split("\n", 2)[0].split(" ");
+            if (h.length != 5 || !h[0].equals("BERTH")) return 0;
+            try {
+                return Integer.parseInt(h[2]);
+            } catch (NumberFormatException e) {
+                return 0;
+            }
+        }
+    }
+
+    /** Whether {@code file} starts like a Berth metadata file (to tell it from an older, plain-JSON format). */
+    public static boolean looksLikeMetaFile(Path file) throws IOException {
+        try (var in = Files.newInputStream(file)) {
+            byte[] b = in.readNBytes(6);
+            return new String(b, StandardCharsets.US_ASCII).equals("BERTH ");
+        }
+    }
+
     /** Returns the JSON body, or throws with the reason the file cannot be trusted. */
-    static String read(Path file, String kind, int version) throws IOException {
+    public static String read(Path file, String kind, int version) throws IOException {
         return read(file, kind, version, version);
     }
 
     /** Like {@link #read(Path, String, int)}, accepting any format version from {@code oldest} to {@code newest}. */
-    static String read(Path file, String kind, int oldest, int newest) throws IOException {
+    public static String read(Path file, String kind, int oldest, int newest) throws IOException {
         long size = Files.size(file);
         if (size > MAX_BYTES) throw new IOException(file + ": " + size + " bytes is larger than the limit of " + MAX_BYTES);
         byte[] all = Files.readAllBytes(file);

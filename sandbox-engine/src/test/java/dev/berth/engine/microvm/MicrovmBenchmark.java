@@ -104,6 +104,10 @@ public final class MicrovmBenchmark {
         add(berth, "park (Berth also: dig holes + fsync)", ms(t0));
         add(berth, "state on disk after park, MiB", p.stateBytes() / 1048576.0);
         add(berth, "  of which device state file, MiB", Files.size(ws.resolve("state/state")) / 1048576.0);
+        add(berth, "park: manifest (CRC32C of state, RAM, disk), ms", ((MicrovmSandbox) sb).lastManifestMillis);
+        t0 = System.nanoTime();
+        ParkManifest.verify("ws-b" + i, ws.resolve("state"));
+        add(berth, "resume: manifest check (also inside resume), ms", ms(t0));
 
         t0 = System.nanoTime();
         Sandbox back = driver.start(new StartRequest("ws-b" + i, ws.resolve("state"), ws.resolve("run"), new StartRequest.Resume(), r, 0));

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -59,19 +59,6 @@ class MetaFileTest {
         MetaFile.write(f, "workspace", 3, "{}");
         var e = assertThrows(IOException.class, () -> MetaFile.read(f, "workspace", 1, 2));
         assertTrue(e.getMessage().contains("version 3") && e.getMessage().contains("reads 1 to 2"), e.getMessage());
-    }
-
-    /** A workspace record written before secret bindings existed (version 1) still loads, with no secrets. */
-    @Test
-    void workspaceRecordVersion1_loadsWithoutSecrets() throws IOException {
-        Store store = new Store(dir.resolve("home"));
-        Path ws = store.workspaceDir("ws-old");
-        MetaFile.write(ws.resolve("workspace.meta"), "workspace", 1, "{\"id\":\"ws-old\",\"tenant\":\"local\",\"name\":\"old\","
-                + "\"lifecycle\":\"persistent\",\"isolation\":\"namespace\",\"state\":\"parked\",\"createdAt\":\"2026-01-01T00:00:00Z\","
-                + "\"lastUsedAt\":\"2026-01-01T00:00:00Z\",\"fromSnapshot\":null,\"resources\":null,\"egress\":null}");
-        Store.WorkspaceRecord rec = store.loadWorkspace(ws);
-        assertEquals("old", rec.name());
-        assertEquals(null, rec.secrets());
     }
 
     @Test

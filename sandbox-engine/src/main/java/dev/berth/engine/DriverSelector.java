@@ -1,0 +1,79 @@
+package dev.berth.engine;
+
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.spi.Availability;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Chooses the isolation driver of a new workspace: the one asked for, the snapshot's for a fork, the configured
+ * default, or the first that runs here; never a weaker level than the operator requires, never a silent
+ * substitute. Validates the resources asked for. Thread-safe (drivers are).
+ */
+final class DriverSelector {
+    private final Map<String, IsolationDriver> drivers = new LinkedHashMap<>();
+    private final String defaultIsolation;
+    private final String requiredIsolation;
+
+    DriverSelector(EngineConfig config) {
+        for (IsolationDriver d : config.drivers()) drivers.put(d.name(), d);
+        this.defaultIsolation = config.defaultIsolation();
+        this.requiredIsolation = config.requiredIsolation();
+    }
+
+    /** The driver named {@code name}, or null when this server has none by that name. */
+    IsolationDriver byName(String name) { return drivers.get(name); }
+
+    Iterable<IsolationDriver> all() { return drivers.values(); }
+
+    /**
+     * @param wanted       the isolation asked for, or null
+     * @param snapIsolation the isolation of the snapshot a fork starts from, or null
+     * @param snapName     that snapshot's name (for messages)
+     */
+    IsolationDriver choose(String wanted, String snapIsolation, String snapName) throws EngineException {
+        if (snapIsolation != null && wanted != null && !wanted.equals(snapIsolation)) {
+            throw new EngineException(Kind.CONFLICT, "snapshot '" + snapName + "' was taken with isolation '"
+                    + snapIsolation + "'; a fork uses the same isolation, so omit isolation or pass '" + snapIsolation + "'");
+        }
+        if (snapIsolation != null) wanted = snapIsolation;
+        if (wanted == null) wanted = defaultIsolation;
+        IsolationDriver d;
+        if (wanted == null) {
+            d = drivers.values().stream().filter(x -> x.probe().available()).findFirst().orElseThrow(() ->
+                    new EngineException(Kind.UNAVAILABLE, "no isolation driver can run on this machine; `berth doctor` says why"));
+        } else {
+            d = drivers.get(wanted);
+            if (d == null) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "isolation '" + wanted + "' is not one of " + drivers.keySet());
+            }
+            Availability a = d.probe();
+            if (!a.available()) {
+                throw new EngineException(Kind.UNAVAILABLE, "isolation '" + wanted + "' cannot run here: " + a.reason());
+            }
+        }
+        if (requiredIsolation != null && !requiredIsolation.equals(d.name())) {
+            throw new EngineException(Kind.UNAVAILABLE, "policy requires isolation '" + requiredIsolation
+                    + "' and refuses '" + d.name() + "'; a weaker level is never substituted");
+        }
+        return d;
+    }
+
+    /** Drivers with their availability, for {@code berth doctor}. */
+    Map<String, Availability> report() {
+        Map<String, Availability> m = new LinkedHashMap<>();
+        for (IsolationDriver d : drivers.values()) m.put(d.name(), d.probe());
+        return m;
+    }
+
+    static Resources validate(Resources r) throws EngineException {
+        if (r == null) return Resources.DEFAULT;
+        if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");
+        if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");
+        if (r.diskMiB() < 64 || r.diskMiB() > 262144) throw new EngineException(Kind.INVALID_ARGUMENT, "disk_mib " + r.diskMiB() + " is outside 64..262144");
+        if (r.maxPids() < 16 || r.maxPids() > 65536) throw new EngineException(Kind.INVALID_ARGUMENT, "max_pids " + r.maxPids() + " is outside 16..65536");
+        return r;
+    }
+}

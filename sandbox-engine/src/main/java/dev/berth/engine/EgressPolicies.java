@@ -1,0 +1,25 @@
+package dev.berth.engine;
+
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.proxy.Policy;
+import java.util.List;
+
+/** The egress policy of a workspace or run: the operator's ceiling, narrowed by what was asked for. Stateless. */
+final class EgressPolicies {
+    private EgressPolicies() {}
+
+    /** The operator's ceiling narrowed by {@code requested} (null = the whole ceiling). */
+    static Policy forWorkspace(EngineConfig config, List<String> requested) throws EngineException {
+        Policy ceiling = config.egress() == null ? Policy.denyAll() : config.egress().ceiling();
+        return requested == null ? ceiling : ceiling.narrow(parse(requested));
+    }
+
+    /** Allowlist entries as a policy, or INVALID_ARGUMENT naming the bad entry. */
+    static Policy parse(List<String> entries) throws EngineException {
+        try {
+            return Policy.of(entries);
+        } catch (IllegalArgumentException e) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "egress: " + e.getMessage());
+        }
+    }
+}

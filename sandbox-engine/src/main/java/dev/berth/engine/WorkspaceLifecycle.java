@@ -1,0 +1,316 @@
+package dev.berth.engine;
+
+import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.Transitions.Step;
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxDamagedException;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.SandboxStillRunningException;
+import dev.berth.engine.spi.StartRequest;
+import dev.berth.proxy.Policy;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Moves workspaces through their lifecycle with real sandboxes: create (fresh or forked), reopen, resume, park,
+ * close. Every state change goes through {@link Workspace#move}; every transition holds the workspace's lock for its
+ * whole duration and persists the record before it returns. Thread-safe.
+ */
+final class WorkspaceLifecycle {
+    private static final System.Logger LOG = System.getLogger("berth.engine");
+
+    private final EngineConfig config;
+    private final Store store;
+    private final WorkspaceRegistry registry;
+    private final DriverSelector drivers;
+    private final Snapshots snapshots;
+    private final RunCredentials credentials;
+
+    WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
+                       Snapshots snapshots, RunCredentials credentials) {
+        this.config = config;
+        this.store = store;
+        this.registry = registry;
+        this.drivers = drivers;
+        this.snapshots = snapshots;
+        this.credentials = credentials;
+    }
+
+    // ---------------------------------------------------------------- open
+
+    OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
+        String name = req.name();
+        WorkspaceRegistry.checkName("workspace", name);
+        String lc = req.lifecycle() == null ? "auto" : req.lifecycle();
+        Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
+        Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshots.find(tenant, req.fromSnapshot());
+        IsolationDriver driver = drivers.choose(req.isolation(), snap == null ? null : snap.isolation(), snap == null ? null : snap.name());
+        Resources resources = DriverSelector.validate(req.resources());
+        Policy egressPolicy = EgressPolicies.forWorkspace(config, req.egress());
+        List<String> secrets = credentials.checkOpen(tenant, req.secrets());
+
+        Workspace ws;
+        synchronized (registry.namesLock) {
+            if (name != null) {
+                Optional<Workspace> existing = registry.byName(tenant, name);
+                if (existing.isPresent()) return reopen(tenant, existing.get(), req, lifecycle, driver);
+            }
+            long live = registry.live();
+            if (live >= config.maxWorkspaces()) {
+                throw new EngineException(Kind.LIMIT, "cannot open another workspace: " + live + " are open (limit "
+                        + config.maxWorkspaces() + "); close or park one you no longer need");
+            }
+            registry.checkQuota(tenant, resources, true);
+            String id = Ids.next("ws-");
+            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
+                    store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
+                    req.egress() == null ? null : List.copyOf(req.egress()),
+                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
+            ws.policy = config.lifecycleOf(tenant.id());
+            ws.lock.lock();
+            registry.add(ws);
+        }
+        try {
+            Files.createDirectories(ws.stateDir());
+            StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
+                    : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
+            ws.sandbox = driver.start(startRequest(ws, mode));
+            connect(ws);
+            ws.move(Step.STARTED);
+            store.save(ws);
+            String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
+                    : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
+            return new OpenResult(ws.info(), true, false, note);
+        } catch (SandboxException | IOException | EngineException e) {
+            registry.remove(ws);
+            ws.move(Step.START_FAILED);
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.driver.cleanupRuntime(ws.runtimeDir);
+            Store.deleteQuietly(ws.dir);
+            Store.deleteQuietly(ws.runtimeDir);
+            throw new EngineException(Kind.UNAVAILABLE, "could not start a " + driver.name() + " sandbox: " + e.getMessage(), e);
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    private OpenResult reopen(Tenant tenant, Workspace ws, OpenRequest req, Lifecycle lifecycle, IsolationDriver driver) throws EngineException {
+        if (req.fromSnapshot() != null) {
+            throw new EngineException(Kind.CONFLICT, "a workspace named '" + ws.name + "' exists already; from_snapshot"
+                    + " creates a new one, so give it another name (or none)");
+        }
+        if (req.lifecycle() != null && !req.lifecycle().equals("auto") && lifecycle != ws.lifecycle) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists and is " + ws.lifecycle.wireName()
+                    + "; omit lifecycle to reopen it, or pick another name");
+        }
+        if (req.isolation() != null && !driver.name().equals(ws.driver.name())) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with isolation '"
+                    + ws.driver.name() + "'; omit isolation to reopen it, or pick another name");
+        }
+        if (req.secrets() != null && !new HashSet<>(req.secrets()).equals(new HashSet<>(ws.secrets))) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with secrets " + ws.secrets
+                    + "; omit secrets to reopen it, or pick another name");
+        }
+        ws.lock.lock();
+        try {
+            ws.admit(WorkspaceAction.RUN);
+            boolean resumed = ensureRunning(tenant, ws);
+            return new OpenResult(ws.info(), false, resumed, resumed
+                    ? "reopened and resumed the parked workspace" : "reopened the running workspace");
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- resume
+
+    /**
+     * Starts the sandbox of a parked workspace, or of a running one whose sandbox died. Returns whether it started
+     * one. Caller holds the lock and has admitted its action.
+     */
+    boolean ensureRunning(Tenant tenant, Workspace ws) throws EngineException {
+        if (ws.state() == WorkspaceState.RUNNING && ws.sandboxLive()) return false;
+        if (ws.state() == WorkspaceState.RUNNING && ws.sandbox != null) {
+            LOG.log(System.Logger.Level.WARNING, "sandbox of " + ws.id + " had stopped; restarting it");
+            ws.lost(ws.driver.capabilities().parkKeepsMemory()
+                    ? "cold boot, memory lost: the workspace's " + ws.driver.name() + " sandbox had stopped (its process"
+                      + " ended outside Berth); files on its disk are kept, memory and processes are not"
+                    : "the workspace's sandbox had stopped: files kept, its processes ended");
+            ws.forgetProcesses();
+            ws.sandbox.destroy();
+            ws.sandbox = null;
+        }
+        if (ws.state() == WorkspaceState.PARKED) registry.checkQuota(tenant, ws.resources, false);
+        ws.move(Step.RESUME);
+        try {
+            ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
+            connect(ws);
+            ws.move(Step.RESUMED);
+            ws.lastUsedAt = Instant.now();
+            store.save(ws);
+            return true;
+        } catch (SandboxDamagedException e) {
+            ws.sandbox = null;
+            ws.move(Step.DAMAGED);
+            ws.recovered = "damaged: its saved state failed verification (" + e.getMessage() + "); nothing was resumed";
+            try {
+                store.save(ws);
+            } catch (IOException io) {
+                LOG.log(System.Logger.Level.WARNING, "could not record that " + ws.id + " is damaged: " + io.getMessage());
+            }
+            throw new EngineException(Kind.ILLEGAL_STATE, "cannot resume workspace '" + ws.label() + "': its saved state"
+                    + " failed verification: " + e.getMessage() + ". Nothing was resumed and nothing was changed; the"
+                    + " workspace is marked damaged. Close it with delete: true, or ask the operator to inspect "
+                    + ws.stateDir(), e);
+        } catch (SandboxException | IOException | EngineException e) {
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.sandbox = null;
+            ws.move(Step.RESUME_FAILED);
+            throw new EngineException(Kind.UNAVAILABLE, "could not resume workspace '" + ws.label() + "': "
+                    + e.getMessage() + "; its files are kept, try again or run `berth doctor`", e);
+        }
+    }
+
+    // ---------------------------------------------------------------- park
+
+    ParkResult park(Workspace ws) throws EngineException {
+        ws.lock.lock();
+        try {
+            if (ws.admit(WorkspaceAction.PARK) == Transitions.Effect.ALREADY_DONE) {
+                return new ParkResult(ws.info(), false, true, Store.treeBytes(ws.stateDir()), 0, "it was parked already");
+            }
+            if (ws.activeRuns > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot park workspace '" + ws.label() + "': " + ws.activeRuns
+                        + " run(s) in progress; wait for them to finish (or let their timeout end them) and park again");
+            }
+            return parkLocked(ws);
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    /** Parks a running workspace. Caller holds the lock. */
+    ParkResult parkLocked(Workspace ws) throws EngineException {
+        ws.move(Step.PARK);
+        try {
+            Sandbox.ParkOutcome out = ws.sandbox.park();
+            ws.forgetProcesses();
+            ws.sandbox = null;
+            ws.move(Step.PARKED);
+            store.save(ws);
+            Store.deleteQuietly(ws.runtimeDir);
+            String note = out.memoryKept() ? "files, memory and running processes kept; the next run resumes exactly here"
+                    : "files kept; running processes were stopped (the " + ws.driver.name()
+                    + " driver cannot keep memory); the next run starts the workspace again";
+            return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);
+        } catch (SandboxStillRunningException e) {
+            ws.move(Step.PARK_FAILED);
+            throw new EngineException(Kind.UNAVAILABLE, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
+                    + ". Free disk space on the server (or ask the operator) and park again", e);
+        } catch (SandboxException | IOException e) {
+            // the sandbox is in an unknown state: stop it, keep the files
+            ws.forgetProcesses();
+            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.sandbox = null;
+            ws.move(Step.PARK_LOST);
+            try { store.save(ws); } catch (IOException ignored) { }
+            throw new EngineException(Kind.INTERNAL, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
+                    + "; the sandbox was stopped and its files kept", e);
+        }
+    }
+
+    // ---------------------------------------------------------------- close
+
+    /**
+     * Closes a workspace and deletes its files. A persistent workspace is deleted only when {@code delete} is true,
+     * so that an agent cannot lose work by calling close where it meant park.
+     */
+    CloseResult close(Workspace ws, boolean delete) throws EngineException {
+        ws.lock.lock();
+        try {
+            ws.admit(WorkspaceAction.CLOSE);
+            if (ws.lifecycle == Lifecycle.PERSISTENT && !delete) {
+                throw new EngineException(Kind.CONFLICT, "workspace '" + ws.label() + "' is persistent: closing deletes"
+                        + " its files for good. Use park to keep it, or call close_workspace with delete: true");
+            }
+            if (ws.activeRuns > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot close workspace '" + ws.label() + "': " + ws.activeRuns
+                        + " run(s) in progress; wait for them to finish");
+            }
+            destroyAndDelete(ws);
+            return new CloseResult(ws.id, ws.name, ws.lifecycle, true, "workspace deleted; snapshots taken from it are kept");
+        } finally {
+            ws.lock.unlock();
+        }
+    }
+
+    /** Stops the sandbox and deletes everything of the workspace. Caller holds the lock. */
+    void destroyAndDelete(Workspace ws) {
+        ws.forgetProcesses();
+        ws.egress.forget();
+        if (ws.sandbox != null) ws.sandbox.destroy();
+        ws.sandbox = null;
+        ws.move(Step.CLOSE);
+        registry.remove(ws);
+        ws.driver.cleanupRuntime(ws.runtimeDir);
+        Store.deleteQuietly(ws.runtimeDir);
+        Store.deleteQuietly(ws.dir);
+    }
+
+    // ---------------------------------------------------------------- shutdown
+
+    /**
+     * Parks or deletes every workspace, all at once: clients give a server a few seconds between closing its stdin
+     * and killing it (the MCP TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later).
+     */
+    void shutdown() {
+        List<Thread> threads = new java.util.ArrayList<>();
+        for (Workspace ws : registry.all()) {
+            threads.add(Thread.ofVirtual().name("berth-shutdown-" + ws.id).start(() -> {
+                ws.lock.lock();
+                try {
+                    if (ws.lifecycle == Lifecycle.EPHEMERAL) {
+                        destroyAndDelete(ws);
+                    } else if (ws.state() == WorkspaceState.RUNNING && ws.sandbox != null) {
+                        parkLocked(ws);
+                    }
+                } catch (EngineException | RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "shutdown of " + ws.id + ": " + e.getMessage());
+                } finally {
+                    ws.lock.unlock();
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            try {
+                t.join(java.time.Duration.ofSeconds(60));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /** Wires a freshly started sandbox: its egress tunnels, and the proxy's CA when the workspace has secrets. */
+    private void connect(Workspace ws) throws EngineException {
+        ws.sandbox.agent().setTunnelHandler(ws.egress);
+        if (!ws.secrets.isEmpty() && config.egress() != null) {
+            TrustBundle.install(ws.sandbox.agent(), config.egress().proxy().caCertificatePem());
+        }
+    }
+
+    private StartRequest startRequest(Workspace ws, StartRequest.Mode mode) throws IOException {
+        Files.createDirectories(ws.runtimeDir);
+        Store.traverseOnly(ws.runtimeDir);
+        Store.traverseOnly(ws.dir);
+        return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT);
+    }
+}

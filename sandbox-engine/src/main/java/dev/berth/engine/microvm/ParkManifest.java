@@ -1,0 +1,211 @@
+package dev.berth.engine.microvm;
+
+import dev.berth.engine.spi.MetaFile;
+import dev.berth.engine.spi.SandboxDamagedException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.zip.CRC32C;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * What park wrote, so that resume loads exactly that: the size and a content digest of each file a restore reads
+ * (device state, RAM file, data disk), written as a {@link MetaFile} ({@code manifest}, kind {@value #KIND}) after
+ * the files are durable and before the spec names the state. Resume checks it before QEMU loads any of it; a
+ * difference is a {@link SandboxDamagedException} naming the file.
+ *
+ * <p>The digest: every 4 KiB page is hashed with CRC32C, mixed with its page number, and the results of all pages
+ * that are not zero are summed (mod 2^64). Zero pages add nothing, so only the file's data extents are read (a
+ * parked 256 MiB RAM file holds some tens of MiB), punching zero pages into holes after park leaves the digest as it
+ * was, and the sum splits over threads.
+ *
+ * <p>Decision: CRC32C pages, not SHA-256. The manifest guards against the faults that give an agent "half a
+ * workspace" (a truncated or torn file, a file from another park, a disk image copied back by hand); this finds those
+ * at memory speed (a hardware instruction per page), which keeps the check a small share of park and resume. It is
+ * no defence against someone who can write the home: they could rewrite the manifest as well.
+ */
+record ParkManifest(String workspaceId, Map<String, Entry> files) {
+    static final String FILE = "manifest";
+    static final String KIND = "park-manifest";
+    static final int VERSION = 1;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final int CHUNK = 4 << 20;
+
+    /** One file: its length and the digest of its content (see the class comment). */
+    record Entry(long size, String digest) {}
+
+    /** Measures {@code names} in {@code dir} (in parallel: RAM files are hundreds of MiB) and writes the manifest. */
+    static ParkManifest write(String workspaceId, Path dir, List<String> names) throws IOException {
+        ParkManifest m = new ParkManifest(workspaceId, measure(dir, names));
+        MetaFile.write(dir.resolve(FILE), KIND, VERSION, JSON.writeValueAsString(m));
+        return m;
+    }
+
+    static boolean exists(Path dir) { return Files.isRegularFile(dir.resolve(FILE)); }
+
+    /**
+     * Checks {@code dir} against its manifest: every file present, of the same size and content.
+     *
+     * @param workspaceId the workspace the state must belong to, or null to check content only
+     * @throws SandboxDamagedException naming every file that differs
+     */
+    static void verify(String workspaceId, Path dir) throws SandboxDamagedException, IOException {
+        ParkManifest m;
+        try {
+            m = JSON.readValue(MetaFile.read(dir.resolve(FILE), KIND, VERSION), ParkManifest.class);
+        } catch (NoSuchFileException e) {
+            throw new SandboxDamagedException("its park manifest is missing, so what park wrote cannot be checked");
+        } catch (IOException | RuntimeException e) {
+            throw new SandboxDamagedException("its park manifest is unreadable: " + e.getMessage());
+        }
+        if (workspaceId != null && !workspaceId.equals(m.workspaceId())) {
+            throw new SandboxDamagedException("its saved state belongs to workspace " + m.workspaceId());
+        }
+        Map<String, Entry> now;
+        List<String> problems = new ArrayList<>();
+        List<String> present = new ArrayList<>();
+        for (String name : m.files().keySet()) {
+            if (Files.isRegularFile(dir.resolve(name))) present.add(name);
+            else problems.add(name + " is missing");
+        }
+        now = measure(dir, present);
+        for (String name : present) {
+            Entry want = m.files().get(name);
+            Entry got = now.get(name);
+            if (want.size() != got.size()) {
+                problems.add(name + " is " + got.size() + " bytes, park wrote " + want.size() + (got.size() < want.size() ? " (truncated)" : ""));
+            } else if (!want.digest().equals(got.digest())) {
+                problems.add(name + " has changed since park (digest " + got.digest() + ", park wrote " + want.digest() + ")");
+            }
+        }
+        if (!problems.isEmpty()) throw new SandboxDamagedException(String.join("; ", problems));
+    }
+
+    private static final int PAGE = 4096;
+    private static final long ZERO_PAGE_CRC;
+
+    static {
+        CRC32C c = new CRC32C();
+        c.update(new byte[PAGE]);
+        ZERO_PAGE_CRC = c.getValue();
+    }
+
+    /** Digests of {@code names} in {@code dir}; the pages of all files are shared out over the available cores. */
+    private static Map<String, Entry> measure(Path dir, List<String> names) throws IOException {
+        List<CompletableFuture<Long>> parts = new ArrayList<>();
+        Map<String, List<CompletableFuture<Long>>> byFile = new LinkedHashMap<>();
+        Map<String, Long> sizes = new LinkedHashMap<>();
+        int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
+        for (String n : names) {
+            Path f = dir.resolve(n);
+            sizes.put(n, Files.size(f));
+            List<Extents.Extent> extents = Extents.data(f);
+            List<List<Extents.Extent>> shares = share(extents, threads);
+            List<CompletableFuture<Long>> fileParts = new ArrayList<>();
+            for (List<Extents.Extent> share : shares) {
+                CompletableFuture<Long> part = CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return digest(f, share);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                fileParts.add(part);
+                parts.add(part);
+            }
+            byFile.put(n, fileParts);
+        }
+        Map<String, Entry> out = new LinkedHashMap<>();
+        try {
+            for (String n : names) {
+                long sum = 0;
+                for (CompletableFuture<Long> p : byFile.get(n)) sum += p.join();
+                out.put(n, new Entry(sizes.get(n), String.format("%016x", sum)));
+            }
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
+            throw e;
+        }
+        return out;
+    }
+
+    /** Splits extents (page-aligned) into about {@code n} shares of similar byte counts. */
+    private static List<List<Extents.Extent>> share(List<Extents.Extent> extents, int n) {
+        long total = extents.stream().mapToLong(Extents.Extent::length).sum();
+        long per = Math.max(16L << 20, (total + n - 1) / n);
+        List<List<Extents.Extent>> out = new ArrayList<>();
+        List<Extents.Extent> cur = new ArrayList<>();
+        long curBytes = 0;
+        for (Extents.Extent x : extents) {
+            long start = x.offset() / PAGE * PAGE; // extents start on block boundaries; be safe anyway
+            long end = x.offset() + x.length();
+            while (start < end) {
+                long take = Math.min(end - start, per - curBytes);
+                take = Math.max(PAGE, (take + PAGE - 1) / PAGE * PAGE);
+                long stop = Math.min(end, start + take);
+                cur.add(new Extents.Extent(start, stop - start));
+                curBytes += stop - start;
+                start = stop;
+                if (curBytes >= per) {
+                    out.add(cur);
+                    cur = new ArrayList<>();
+                    curBytes = 0;
+                }
+            }
+        }
+        if (!cur.isEmpty()) out.add(cur);
+        return out;
+    }
+
+    /** The page-sum digest of the given extents of {@code f} (pages past the end of the file read as zero). */
+    static long digest(Path f, List<Extents.Extent> extents) throws IOException {
+        long sum = 0;
+        CRC32C crc = new CRC32C();
+        ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK);
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
+            for (Extents.Extent x : extents) {
+                long pos = x.offset();
+                long end = x.offset() + x.length();
+                while (pos < end) {
+                    buf.clear();
+                    int want = (int) Math.min(CHUNK, end - pos);
+                    buf.limit((want + PAGE - 1) / PAGE * PAGE); // a partial page exists only at the end of the file
+                    int n = ch.read(buf, pos);
+                    if (n <= 0) break;
+                    // a short last page is hashed as if padded with zeros
+                    while (buf.position() % PAGE != 0) buf.put((byte) 0);
+                    buf.flip();
+                    long page = pos / PAGE;
+                    while (buf.hasRemaining()) {
+                        ByteBuffer p = buf.slice(buf.position(), PAGE);
+                        crc.reset();
+                        crc.update(p);
+                        long c = crc.getValue();
+                        if (c != ZERO_PAGE_CRC) sum += mix(page, c);
+                        buf.position(buf.position() + PAGE);
+                        page++;
+                    }
+                    pos += n;
+                }
+            }
+        }
+        return sum;
+    }
+
+    /** splitmix64 of (page, crc): a page's digest depends on where it is as well as what it holds. */
+    private static long mix(long page, long crc) {
+        long z = page * 0x9E3779B97F4A7C15L + crc;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+}
