@@ -49,7 +49,7 @@ console.log(`connected to ${v.name} ${v.version}`);
 console.log("\n1. A project the agent will come back to: persistent, named.");
 const proj = await tool("open_workspace", { name: "demo-project", lifecycle: "persistent" });
 await tool("run", { workspace: "demo-project", command: "mkdir -p app && printf 'print(\"hi from berth\")\\n' > app/main.py && ls app" });
-await tool("run", { workspace: "demo-project", command: "sh -c 'while true; do date +%s > /tmp/heartbeat; sleep 1; done' >/dev/null 2>&1 & echo started" },
+await tool("run", { workspace: "demo-project", command: "sh -c 'while true; do date +%s > /tmp/heartbeat.new; mv /tmp/heartbeat.new /tmp/heartbeat; sleep 1; done' >/dev/null 2>&1 & echo started" },
   "start a background process");
 
 console.log("\n2. Park it while the agent thinks: compute freed, state kept.");
