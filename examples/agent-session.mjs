@@ -3,14 +3,19 @@
 //
 //   node examples/agent-session.mjs [path/to/berth.jar] [--home DIR] [--isolation NAME]
 //
+// Starts `berth stdio` through the launcher on PATH (installed by `berth setup`), as a client config would; given a
+// jar, it runs that jar on $JAVA_HOME/bin/java instead.
+//
 // Exits non-zero if any step does not behave as described (the test suite runs it).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const args = process.argv.slice(2);
-const jar = args[0] && !args[0].startsWith("--") ? args.shift() : "mcp-server/target/berth.jar";
+const jar = args[0] && !args[0].startsWith("--") ? args.shift() : null;
 const java = process.env.JAVA_HOME ? `${process.env.JAVA_HOME}/bin/java` : "java";
-const transport = new StdioClientTransport({ command: java, args: ["-jar", jar, "stdio", ...args], stderr: "inherit" });
+const transport = jar
+  ? new StdioClientTransport({ command: java, args: ["-jar", jar, "stdio", ...args], stderr: "inherit" })
+  : new StdioClientTransport({ command: "berth", args: ["stdio", ...args], stderr: "inherit" });
 const client = new Client({ name: "berth-agent-session", version: "1.0.0" });
 
 function check(cond, what) {
@@ -44,7 +49,7 @@ console.log(`connected to ${v.name} ${v.version}`);
 console.log("\n1. A project the agent will come back to: persistent, named.");
 const proj = await tool("open_workspace", { name: "demo-project", lifecycle: "persistent" });
 await tool("run", { workspace: "demo-project", command: "mkdir -p app && printf 'print(\"hi from berth\")\\n' > app/main.py && ls app" });
-await tool("run", { workspace: "demo-project", command: "sh -c 'while true; do date +%s > /tmp/heartbeat; sleep 1; done' >/dev/null 2>&1 & echo started" },
+await tool("run", { workspace: "demo-project", command: "sh -c 'while true; do date +%s > /tmp/heartbeat.new; mv /tmp/heartbeat.new /tmp/heartbeat; sleep 1; done' >/dev/null 2>&1 & echo started" },
   "start a background process");
 
 console.log("\n2. Park it while the agent thinks: compute freed, state kept.");

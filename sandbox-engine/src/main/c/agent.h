@@ -43,7 +43,7 @@
 #define KIND_DIR 0x64
 #define KIND_LINK 0x6c
 #define KIND_OTHER 0x6f
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define MAX_PAYLOAD 1048576u
 
 #define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
@@ -110,6 +110,7 @@ void exec_poll_handle(struct pollfd *pfd, int n);
 void exec_on_sigchld(void);
 int64_t exec_timers(int64_t now);                /* runs expired timers; returns next deadline or -1 */
 int exec_count(void);
+uint32_t exec_owner(pid_t pid);                 /* EXEC channel whose process tree holds pid (current session), 0 if none */
 /* a run's stdin buffer is above STDIN_HIGH and its child still reads: pause reading host frames (flow control) */
 int exec_stdin_blocking(int64_t now);
 

@@ -162,6 +162,33 @@ static int read_stat(pid_t pid, pid_t *ppid, pid_t *sid) {
     return 0;
 }
 
+/*
+ * Which run a process belongs to, for attributing an egress connection to it (spec: TUNNEL_OPEN exec). Only what a
+ * process cannot forge counts: its parent chain (a run's started process, unreaped so its pid cannot be reused, is an
+ * ancestor or the process itself) or its session id (the started process is a session leader; setsid() can leave a
+ * session but never join another). The BERTH_RUN marker is not used here: any process can put any string in its
+ * environment. A daemon that left both is attributed to no run.
+ */
+static struct proc *live_run(pid_t pid) {
+    for (struct proc *p = g_procs; p; p = p->next)
+        if (p->attached && !p->reaped && p->pid == pid) return p;
+    return NULL;
+}
+
+uint32_t exec_owner(pid_t pid) {
+    pid_t cur = pid, first_sid = 0;
+    for (int depth = 0; depth < 128 && cur > 1; depth++) {
+        struct proc *p = live_run(cur);
+        if (p) return p->chan;
+        pid_t ppid, sid;
+        if (read_stat(cur, &ppid, &sid) < 0) return 0;
+        if (depth == 0) first_sid = sid;
+        cur = ppid;
+    }
+    struct proc *p = first_sid > 1 ? live_run(first_sid) : NULL;
+    return p ? p->chan : 0;
+}
+
 /* Whether the process's initial environment holds exactly the entry `needle` ("BERTH_RUN=..."). */
 static int environ_has(pid_t pid, const char *needle) {
     static char env[256 * 1024];

@@ -5,7 +5,9 @@
 #include "agent.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -179,9 +181,77 @@ static uint32_t next_chan(void) {
     }
 }
 
+/* inode of the client's socket 127.0.0.1:peer_port -> 127.0.0.1:g_port, from /proc/net/tcp or tcp6; 0 if not found */
+static unsigned long client_inode(const char *table, unsigned peer_port) {
+    FILE *f = fopen(table, "re");
+    if (!f) return 0;
+    char line[512];
+    unsigned long found = 0;
+    if (!fgets(line, sizeof line, f)) goto out; /* header */
+    while (fgets(line, sizeof line, f)) {
+        char laddr[64], raddr[64];
+        unsigned lport, rport, st;
+        unsigned long inode;
+        if (sscanf(line, " %*u: %63[0-9A-Fa-f]:%x %63[0-9A-Fa-f]:%x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", laddr, &lport, raddr, &rport,
+                   &st, &inode) != 6)
+            continue;
+        if (lport == peer_port && rport == g_port && inode != 0) {
+            found = inode;
+            break;
+        }
+    }
+out:
+    fclose(f);
+    return found;
+}
+
+/*
+ * The run (EXEC channel) whose process tree opened the connection from 127.0.0.1:peer_port, or 0: the socket's
+ * inode, every process holding it (/proc/PID/fd), and each holder's run; holders of different runs give 0.
+ */
+static uint32_t connection_owner(unsigned peer_port) {
+    unsigned long inode = client_inode("/proc/net/tcp", peer_port);
+    if (!inode) inode = client_inode("/proc/net/tcp6", peer_port);
+    if (!inode) return 0;
+    char want[48];
+    int wn = snprintf(want, sizeof want, "socket:[%lu]", inode);
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    pid_t self = getpid();
+    uint32_t owner = 0;
+    int holders = 0, mixed = 0;
+    struct dirent *de;
+    while (!mixed && (de = readdir(d))) {
+        char *end;
+        long v = strtol(de->d_name, &end, 10);
+        if (*end || v <= 1 || v == self) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/fd", v);
+        DIR *fds = opendir(path);
+        if (!fds) continue;
+        struct dirent *fe;
+        while ((fe = readdir(fds))) {
+            if (fe->d_name[0] == '.') continue;
+            char lp[320], target[64];
+            snprintf(lp, sizeof lp, "/proc/%ld/fd/%s", v, fe->d_name);
+            ssize_t n = readlink(lp, target, sizeof target - 1);
+            if (n != wn || memcmp(target, want, (size_t)wn) != 0) continue;
+            uint32_t o = exec_owner((pid_t)v);
+            if (holders++ == 0) owner = o;
+            else if (o != owner) mixed = 1;
+            break;
+        }
+        closedir(fds);
+    }
+    closedir(d);
+    return mixed ? 0 : owner;
+}
+
 static void accept_all(void) {
     for (int i = 0; i < 16 && g_ntuns < MAX_TUNNELS; i++) {
-        int fd = accept4(g_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in peer;
+        socklen_t plen = sizeof peer;
+        int fd = accept4(g_lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
         struct tun *t = calloc(1, sizeof *t);
         if (!t) {
@@ -194,9 +264,10 @@ static void accept_all(void) {
         t->next = g_tuns;
         g_tuns = t;
         g_ntuns++;
-        unsigned char p[2];
+        unsigned char p[6];
         put_u16(p, g_port);
-        send_frame(T_TUNNEL_OPEN, t->chan, p, 2);
+        put_u32(p + 2, plen >= sizeof peer ? connection_owner(ntohs(peer.sin_port)) : 0);
+        send_frame(T_TUNNEL_OPEN, t->chan, p, sizeof p);
     }
 }
 

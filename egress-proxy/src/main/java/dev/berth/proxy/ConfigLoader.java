@@ -28,6 +28,7 @@ import tools.jackson.databind.json.JsonMapper;
  *   "secrets": {
  *     "github": {"env": "GITHUB_TOKEN", "hosts": ["api.github.com", "github.com"],
  *                "fromEnv": "BERTH_SECRET_GITHUB",            // or "fromFile": "/run/secrets/gh" (exactly one)
+ *                "headers": ["Authorization"],                 // where the placeholder is swapped (default)
  *                "unsafeAllowPlainHttp": false}                // default false
  *   },
  *   "tls": {"upstreamTrust": ["/etc/berth/corp-ca.pem"],      // extra CAs for intercepted upstreams
@@ -43,11 +44,12 @@ import tools.jackson.databind.json.JsonMapper;
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls");
-    private static final Set<String> SECRET = Set.of("env", "hosts", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
+    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules");
+    private static final Set<String> RULE = Set.of("hosts", "pushRepos");
+    private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
-    private static final Set<String> LIMITS = Set.of("maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
+    private static final Set<String> LIMITS = Set.of("quotaWindowMs", "maxConnectsPerSecond", "placeholderTtlMs", "maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
             "maxTunnelsPerWorkspace", "maxBytesPerWorkspace", "dnsTimeoutMs", "connectTimeoutMs");
     private static final Set<String> UNSAFE = Set.of("unsafeAllowLoopbackUpstreams");
 
@@ -115,6 +117,8 @@ public final class ConfigLoader {
         if (tls != null) tls(tls, b);
         JsonNode secrets = root.get("secrets");
         if (secrets != null) secrets(secrets, b, env);
+        JsonNode rules = root.get("registryRules");
+        if (rules != null) registryRules(rules, b);
         try {
             return b.build();
         } catch (IllegalArgumentException e) {
@@ -184,6 +188,16 @@ public final class ConfigLoader {
                 if (!h.isString()) throw new ConfigException(where + ": \"hosts\" entries must be strings, got " + h);
                 hostList.add(h.stringValue());
             }
+            List<String> headerList = null;
+            JsonNode headers = s.get("headers");
+            if (headers != null) {
+                if (!headers.isArray() || headers.isEmpty()) throw new ConfigException(where + ": \"headers\" must be a non-empty array of header names");
+                headerList = new ArrayList<>();
+                for (JsonNode h : headers.values()) {
+                    if (!h.isString()) throw new ConfigException(where + ": \"headers\" entries must be strings, got " + h);
+                    headerList.add(h.stringValue());
+                }
+            }
             JsonNode plain = s.get("unsafeAllowPlainHttp");
             if (plain != null && !plain.isBoolean()) throw new ConfigException(where + ": \"unsafeAllowPlainHttp\" must be a boolean");
             JsonNode fromEnv = s.get("fromEnv");
@@ -213,11 +227,44 @@ public final class ConfigLoader {
             }
             try {
                 SecretBinding binding = SecretBinding.of(name, envName.stringValue(), hostList, value);
+                if (headerList != null) binding = binding.withHeaders(headerList);
                 b.secret(plain != null && plain.booleanValue() ? binding.withUnsafeAllowPlainHttp(true) : binding);
             } catch (IllegalArgumentException ex) {
                 throw new ConfigException(ex.getMessage());
             }
         }
+    }
+
+    private static void registryRules(JsonNode rules, ProxyConfig.Builder b) throws ConfigException {
+        if (!rules.isObject()) throw new ConfigException("\"registryRules\" must be an object of kind (npm, pypi, maven, git) -> {\"hosts\", \"pushRepos\"}");
+        for (Map.Entry<String, JsonNode> e : rules.properties()) {
+            RegistryRule.Kind kind;
+            try {
+                kind = RegistryRule.Kind.valueOf(e.getKey().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException bad) {
+                throw new ConfigException("registryRules: unknown kind '" + HostNames.printable(e.getKey()) + "' (npm, pypi, maven, git)");
+            }
+            JsonNode r = e.getValue();
+            if (!r.isObject()) throw new ConfigException("registryRules." + e.getKey() + " must be an object");
+            checkKeys(r, RULE, "registryRules." + e.getKey());
+            try {
+                b.registryRule(RegistryRule.of(kind, strings(r.get("hosts"), "registryRules." + e.getKey() + ".hosts"),
+                        strings(r.get("pushRepos"), "registryRules." + e.getKey() + ".pushRepos")));
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(ex.getMessage());
+            }
+        }
+    }
+
+    private static List<String> strings(JsonNode n, String where) throws ConfigException {
+        if (n == null) return null;
+        if (!n.isArray()) throw new ConfigException(where + " must be an array of strings");
+        List<String> out = new ArrayList<>();
+        for (JsonNode x : n.values()) {
+            if (!x.isString()) throw new ConfigException(where + " entries must be strings, got " + x);
+            out.add(x.stringValue());
+        }
+        return out;
     }
 
     private static Policy.Entry entry(JsonNode e, String where) throws ConfigException {
@@ -270,6 +317,9 @@ public final class ConfigLoader {
                 case "maxBytesPerWorkspace" -> b.maxBytesPerWorkspace(n);
                 case "dnsTimeoutMs" -> b.dnsTimeout(Duration.ofMillis(n));
                 case "connectTimeoutMs" -> b.connectTimeout(Duration.ofMillis(n));
+                case "quotaWindowMs" -> b.quotaWindow(Duration.ofMillis(n));
+                case "maxConnectsPerSecond" -> b.maxConnectsPerSecond(toInt(n, e.getKey()));
+                case "placeholderTtlMs" -> b.placeholderTtl(Duration.ofMillis(n));
                 default -> throw new AssertionError(e.getKey());
             }
         }

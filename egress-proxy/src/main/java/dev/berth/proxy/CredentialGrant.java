@@ -24,6 +24,9 @@ public final class CredentialGrant implements AutoCloseable {
     /** "binding\nhost" -> count, in first-use order. Guarded by itself. */
     private final Map<String, Integer> uses = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean expired;
+    /** Client sessions that carried one of these placeholders and are still open. */
+    private final java.util.Set<Session> sessions = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     CredentialGrant(CredentialRegistry registry, String workspaceId, String runId, Map<SecretBinding, String> minted) {
         this.registry = registry;
@@ -56,16 +59,41 @@ public final class CredentialGrant implements AutoCloseable {
         }
     }
 
-    /** Revokes the placeholders. Idempotent; requests carrying them afterwards are refused. */
+    /**
+     * Revokes the placeholders and closes every connection opened under this grant (those of its run, and any that
+     * carried one of its placeholders), so in-flight and streamed requests end with the run. Idempotent; requests
+     * carrying the placeholders afterwards are refused.
+     */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) registry.revoke(placeholders.values());
+        if (closed.compareAndSet(false, true)) {
+            registry.revoke(this, placeholders.values(), "credential grant of run '" + runId + "' was revoked (its run ended)");
+        }
     }
+
+    /** The operator's placeholder lifetime ran out: revoke, with a reason that says so. */
+    void expire() {
+        if (closed.get()) return;
+        expired = true;
+        if (closed.compareAndSet(false, true)) {
+            registry.revoke(this, placeholders.values(), CredentialRegistry.expired(this));
+        }
+    }
+
+    /** True once the grant was revoked because its lifetime ran out (rather than closed by its run). */
+    public boolean expired() { return expired; }
 
     public String workspaceId() { return workspaceId; }
     public String runId() { return runId; }
     boolean isClosed() { return closed.get(); }
     String placeholder(String binding) { return placeholders.get(binding); }
+
+    void usedBy(Session s) {
+        if (s.client != null && sessions.add(s)) s.client.closeFuture().addListener(f -> sessions.remove(s));
+        if (closed.get()) s.revoke("credential grant of run '" + runId + "' was revoked (its run ended)"); // lost the race with close
+    }
+
+    java.util.Set<Session> sessions() { return sessions; }
 
     void used(String binding, String host) {
         synchronized (uses) {

@@ -11,7 +11,12 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import com.github.benmanes.caffeine.cache.Scheduler;
+import java.time.Duration;
+import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -33,6 +38,11 @@ final class CredentialRegistry {
     static final String OTHER_WORKSPACE = "credential placeholder was minted for another workspace";
 
     private record Live(CredentialGrant grant, SecretBinding binding) {}
+
+    /** Called with each grant when it is revoked or expires, and why: the proxy closes the connections opened under it. */
+    interface RevocationListener {
+        void revoked(CredentialGrant grant, String reason);
+    }
 
     /** One binding injected into one request. */
     record Injection(CredentialGrant grant, SecretBinding binding, String placeholder) {}
@@ -56,11 +66,45 @@ final class CredentialRegistry {
     }
 
     private final Map<String, SecretBinding> bindings;
-    private final ConcurrentHashMap<String, Live> live = new ConcurrentHashMap<>();
+    /**
+     * Live placeholders. Entries expire {@code placeholderTtl} after minting (a background run's grant otherwise
+     * lives as long as its process); Caffeine's scheduler evicts them on time, and the removal listener expires the
+     * whole grant, which closes its connections.
+     */
+    private final Cache<String, Live> live;
+    /** Placeholders that expired (not closed by their run), for a day: a refusal then says why. */
+    private final Cache<String, String> expiredReasons;
     private final SecureRandom random = new SecureRandom();
+    private final Duration ttl;
+    private volatile RevocationListener onRevoke = (g, why) -> {};
 
-    CredentialRegistry(Map<String, SecretBinding> bindings) {
+    CredentialRegistry(Map<String, SecretBinding> bindings, Duration ttl, LongSupplier nanos) {
         this.bindings = bindings;
+        this.ttl = ttl;
+        this.live = Caffeine.newBuilder()
+                .expireAfterWrite(ttl)
+                .ticker(nanos::getAsLong)
+                .scheduler(Scheduler.systemScheduler())
+                .executor(Runnable::run)
+                .removalListener((String ph, Live l, RemovalCause cause) -> {
+                    if (cause == RemovalCause.EXPIRED && l != null) l.grant().expire();
+                })
+                .build();
+        this.expiredReasons = Caffeine.newBuilder().expireAfterWrite(Duration.ofDays(1)).maximumSize(100_000)
+                .ticker(nanos::getAsLong).executor(Runnable::run).build();
+    }
+
+    void onRevoke(RevocationListener l) {
+        this.onRevoke = l;
+    }
+
+    /** Runs pending expirations now (tests with a fake clock; the scheduler does it otherwise). */
+    void cleanUp() {
+        live.cleanUp();
+    }
+
+    Duration ttl() {
+        return ttl;
     }
 
     boolean isEmpty() {
@@ -88,8 +132,10 @@ final class CredentialRegistry {
         return g;
     }
 
-    void revoke(Collection<String> placeholders) {
-        for (String p : placeholders) live.remove(p);
+    void revoke(CredentialGrant g, Collection<String> placeholders, String reason) {
+        if (g.expired()) for (String p : placeholders) expiredReasons.put(p, reason);
+        live.invalidateAll(placeholders);
+        onRevoke.revoked(g, reason);
     }
 
     /** Bindings named by the context that may be sent to this host: the CONNECT is then intercepted. */
@@ -103,43 +149,57 @@ final class CredentialRegistry {
     }
 
     /**
-     * Replaces every placeholder in the request target and header values (and inside the base64 of
-     * {@code Authorization: Basic}) with its value, or refuses the whole request. {@code headers}
-     * is not modified.
+     * Replaces each placeholder in the headers its binding names (default {@code Authorization}, including inside the
+     * base64 of {@code Authorization: Basic}) with its value, or refuses the whole request: a placeholder anywhere
+     * else (the request target, any other header) is refused, never swapped, because an origin that echoes the URL
+     * or a header would hand the real value back to the workspace. {@code headers} is not modified.
      */
     Rewrite rewrite(EgressContext ctx, String host, boolean https, String target, List<String[]> headers) {
+        if (target.indexOf("berth-secret-") >= 0 && PLACEHOLDER.matcher(target).find()) {
+            return Rewrite.refused(misplaced(target, "the request target"));
+        }
         List<Injection> injected = new ArrayList<>();
         List<String[]> encoded = new ArrayList<>();
         String[] refusal = new String[1];
-        String newTarget = substitute(target, ctx, host, https, injected, refusal);
         List<String[]> out = new ArrayList<>(headers.size());
         for (String[] h : headers) {
             if (refusal[0] != null) break;
             String v = h[1];
             if (h[0].equalsIgnoreCase("Authorization") && v.regionMatches(true, 0, "Basic ", 0, 6)) {
-                v = basic(v, ctx, host, https, injected, encoded, refusal);
+                v = basic(h[0], v, ctx, host, https, injected, encoded, refusal);
             } else {
-                v = substitute(v, ctx, host, https, injected, refusal);
+                v = substitute(h[0], v, ctx, host, https, injected, refusal);
             }
             out.add(v == h[1] ? h : new String[] {h[0], v});
         }
         if (refusal[0] != null) return Rewrite.refused(refusal[0]);
-        return new Rewrite(newTarget, out, List.copyOf(injected), List.copyOf(encoded), null);
+        return new Rewrite(target, out, List.copyOf(injected), List.copyOf(encoded), null);
     }
 
-    private String basic(String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
+    /** Reason for a placeholder found where no binding lets it be substituted. */
+    private String misplaced(String s, String where) {
+        Matcher m = PLACEHOLDER.matcher(s);
+        m.find();
+        Live l = live.getIfPresent(m.group());
+        String names = l == null ? null : String.join(", ", l.binding().headers());
+        return "credential placeholder in " + where + " is refused, never swapped: "
+                + (l == null ? "placeholders are substituted only in the headers their binding names (default Authorization)"
+                : "credential '" + l.binding().name() + "' is substituted only in header(s) " + names);
+    }
+
+    private String basic(String name, String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
                          String[] refusal) {
         String token = v.substring(6).strip();
         byte[] decoded;
         try {
             decoded = Base64.getDecoder().decode(token);
         } catch (IllegalArgumentException notBase64) {
-            return substitute(v, ctx, host, https, injected, refusal);
+            return substitute(name, v, ctx, host, https, injected, refusal);
         }
         // userinfo is ISO-8859-1 or UTF-8 in practice; placeholders and values are ASCII either way.
         String plain = new String(decoded, StandardCharsets.ISO_8859_1);
-        String replaced = substitute(plain, ctx, host, https, injected, refusal);
-        if (replaced == plain) return substitute(v, ctx, host, https, injected, refusal);
+        String replaced = substitute(name, plain, ctx, host, https, injected, refusal);
+        if (replaced == plain) return substitute(name, v, ctx, host, https, injected, refusal);
         String newToken = Base64.getEncoder().encodeToString(replaced.getBytes(StandardCharsets.ISO_8859_1));
         // Remember the pair: an upstream echoing the Authorization header back must not hand the
         // workspace the base64 that decodes to the value.
@@ -148,19 +208,23 @@ final class CredentialRegistry {
     }
 
     /** Returns {@code s} itself when it holds no placeholder; sets refusal[0] on the first bad one. */
-    private String substitute(String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
+    private String substitute(String header, String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
         if (refusal[0] != null || s.indexOf("berth-secret-") < 0) return s;
         Matcher m = PLACEHOLDER.matcher(s);
         StringBuilder sb = null;
         int last = 0;
         while (m.find()) {
             String ph = m.group();
-            String why = check(ph, ctx, host, https);
+            Live l = live.getIfPresent(ph);
+            String why = l == null ? java.util.Objects.requireNonNullElse(expiredReasons.getIfPresent(ph), UNKNOWN) : check(l, ctx, host, https);
+            if (why == null && !l.binding().injectsInto(header)) {
+                why = "credential placeholder in header '" + HostNames.printable(header) + "' is refused, never swapped: credential '"
+                        + l.binding().name() + "' is substituted only in header(s) " + String.join(", ", l.binding().headers());
+            }
             if (why != null) {
                 refusal[0] = why;
                 return s;
             }
-            Live l = live.get(ph);
             if (sb == null) sb = new StringBuilder(s.length() + 64);
             sb.append(s, last, m.start()).append(l.binding().value());
             last = m.end();
@@ -170,10 +234,22 @@ final class CredentialRegistry {
         return sb.append(s, last, s.length()).toString();
     }
 
-    private String check(String placeholder, EgressContext ctx, String host, boolean https) {
-        Live l = live.get(placeholder);
-        if (l == null || l.grant().isClosed()) return UNKNOWN;
+    static String expired(CredentialGrant g) {
+        return "credential placeholder expired: grant of run '" + g.runId() + "' outlived the operator's placeholder lifetime (placeholderTtlMs)";
+    }
+
+    private static String check(Live l, EgressContext ctx, String host, boolean https) {
+        if (l == null) return UNKNOWN;
+        if (l.grant().isClosed()) return l.grant().expired() ? expired(l.grant()) : UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
+        if (ctx.runId() == null) {
+            return "credential placeholder of run '" + l.grant().runId() + "' is refused on a connection that belongs to no run"
+                    + " (it was opened by a process outside every run's process tree)";
+        }
+        if (!l.grant().runId().equals(ctx.runId())) {
+            return "credential placeholder was minted for run '" + l.grant().runId() + "'; this connection belongs to run '"
+                    + ctx.runId() + "'";
+        }
         SecretBinding b = l.binding();
         if (!ctx.secrets().contains(b.name())) {
             return "credential '" + b.name() + "' is not enabled for this connection (not in the workspace's secrets)";

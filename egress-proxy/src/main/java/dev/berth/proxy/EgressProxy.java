@@ -66,7 +66,7 @@ public final class EgressProxy implements AutoCloseable {
         io.netty.handler.ssl.SslContext upstreamTls = null;
         try {
             ca = b.caDirectory == null ? InterceptionCa.generate(instance) : InterceptionCa.loadOrCreate(b.caDirectory, instance);
-            if (!cfg.secrets().isEmpty()) {
+            if (cfg.intercepts()) {
                 upstreamTls = UpstreamTls.clientContext(cfg.upstreamTrustFiles());
                 ca.serverContext("warm-up.invalid"); // generates the shared leaf key now, not on the first CONNECT
             }
@@ -76,8 +76,9 @@ public final class EgressProxy implements AutoCloseable {
             dns.shutdownNow();
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
-        this.credentials = new CredentialRegistry(cfg.secrets());
-        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls);
+        this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
+        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls, b.nanos);
+        credentials.onRevoke(shared::revoked);
         for (SecretBinding sb : cfg.secrets().values()) {
             if (sb.unsafeAllowPlainHttp()) {
                 String msg = "UNSAFE: secret '" + sb.name() + "' has unsafeAllowPlainHttp - its value may cross the network unencrypted";
@@ -91,6 +92,11 @@ public final class EgressProxy implements AutoCloseable {
                     + "; interception CA " + ca.certificate().getSubjectX500Principal().getName()));
         }
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
+        if (!cfg.registryRules().isEmpty()) b.audit.record(AuditRecord.note("registry-rules", cfg.registryRules().toString()));
+        for (String w : cfg.ceiling().sharedSuffixWarnings()) {
+            LOG.log(System.Logger.Level.WARNING, w);
+            b.audit.record(AuditRecord.note("policy-warning", w));
+        }
         if (cfg.unsafeAllowLoopbackUpstreams()) {
             String msg = "UNSAFE: unsafeAllowLoopbackUpstreams is ON - workspaces may reach 127.0.0.0/8 and ::1. Tests/benchmarks only.";
             LOG.log(System.Logger.Level.WARNING, msg);
@@ -164,6 +170,7 @@ public final class EgressProxy implements AutoCloseable {
         ProxyConfig c = shared.config();
         s.client = p.channel();
         shared.track(p.channel());
+        shared.register(s);
         RequestDecoder decoder = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
         p.addLast("idle", new IdleStateHandler(0, 0, c.idleTimeout().toMillis(), TimeUnit.MILLISECONDS));
         p.addLast("decoder", decoder);
@@ -186,15 +193,35 @@ public final class EgressProxy implements AutoCloseable {
 
     /**
      * Mints one placeholder per named binding for one run. The placeholders are honoured only on
-     * connections whose {@link EgressContext#workspaceId()} is {@code workspaceId} and whose
+     * connections whose {@link EgressContext#workspaceId()} is {@code workspaceId}, whose
+     * {@link EgressContext#runId()} is {@code runId}, and whose
      * {@link EgressContext#secrets()} names the binding, and only until the grant is closed.
      *
      * @throws IllegalArgumentException naming unknown bindings and listing the configured ones
      */
     public CredentialGrant mint(String workspaceId, String runId, java.util.Collection<String> bindingNames) {
         Objects.requireNonNull(workspaceId, "workspaceId");
+        Objects.requireNonNull(runId, "runId"); // placeholders are honoured only on connections of this run
         Objects.requireNonNull(bindingNames, "bindingNames");
         return credentials.mint(workspaceId, runId, bindingNames);
+    }
+
+    /**
+     * True when the proxy terminates TLS for hosts of every workspace (registry rules), so every workspace must trust
+     * its CA, not only workspaces with secret bindings.
+     */
+    public boolean interceptsForEveryWorkspace() {
+        return !shared.config().registryRules().isEmpty();
+    }
+
+    /** The operator's placeholder lifetime. */
+    java.time.Duration credentialsTtl() {
+        return credentials.ttl();
+    }
+
+    /** Tests: runs placeholder expirations due by the clock now (in production Caffeine's scheduler does). */
+    void expireCredentials() {
+        credentials.cleanUp();
     }
 
     /** Drops quota counters for a closed workspace. */
@@ -238,6 +265,10 @@ public final class EgressProxy implements AutoCloseable {
         private AuditSink audit = AuditSink.discard();
         private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         private java.nio.file.Path caDirectory;
+        private java.util.function.LongSupplier nanos = System::nanoTime;
+
+        /** Tests: the clock of quota windows, connection rates and placeholder lifetimes. */
+        Builder clock(java.util.function.LongSupplier nanos) { this.nanos = Objects.requireNonNull(nanos); return this; }
 
         private Builder(ProxyConfig config) {
             this.config = Objects.requireNonNull(config);

@@ -32,6 +32,8 @@ import java.util.Set;
 final class HttpForwarder {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host");
     private static final Set<String> FRAMING = Set.of("content-length", "transfer-encoding");
+    private static final Set<String> FORWARDING = Set.of("forwarded", "x-upstream-https-proxy", "x-real-ip", "via", "x-original-url",
+            "x-rewrite-url");
 
     final Session session;
     private final ChannelHandlerContext ctx;
@@ -153,7 +155,7 @@ final class HttpForwarder {
     private void write(RequestHead.Body b) {
         int n = b.content().readableBytes();
         ex.bytesUp += n;
-        if (!session.usage.addBytes(n, session.config().maxBytesPerWorkspace())) {
+        if (!session.usage.addBytes(n, session.config())) {
             b.content().release();
             abort("workspace '" + session.context.workspaceId() + "' exceeded its byte quota of "
                     + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
@@ -199,6 +201,19 @@ final class HttpForwarder {
             deny(403, v.reason());
             return;
         }
+        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
+        if (limited != null) {
+            ex.address = v.addressText();
+            deny(429, limited);
+            return;
+        }
+        RegistryRule rule = session.config().registryRule(v.host());
+        String ruled = rule == null ? null : rule.refusal(v.host(), head.method, originForm);
+        if (ruled != null) {
+            ex.address = v.addressText();
+            deny(403, ruled);
+            return;
+        }
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
         rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));
@@ -215,6 +230,11 @@ final class HttpForwarder {
             return;
         }
         if (upstream != null) upstream.close();
+        String tooFast = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        if (tooFast != null) {
+            deny(429, tooFast);
+            return;
+        }
         int max = session.config().maxTunnelsPerWorkspace();
         if (!session.usage.tryOpen(max)) {
             deny(429, "workspace '" + session.context.workspaceId() + "' already has " + max
@@ -276,7 +296,10 @@ final class HttpForwarder {
         // One use per request and binding, however often the placeholder occurs in it.
         Set<String> counted = new HashSet<>();
         for (CredentialRegistry.Injection i : rewrite.injected()) {
-            if (counted.add(i.placeholder())) i.grant().used(i.binding().name(), v.host());
+            if (counted.add(i.placeholder())) {
+                i.grant().used(i.binding().name(), v.host());
+                i.grant().usedBy(session);
+            }
         }
         StringBuilder sb = new StringBuilder(256);
         sb.append(head.method).append(' ').append(rewrite.target()).append(" HTTP/1.1\r\n");
@@ -286,6 +309,7 @@ final class HttpForwarder {
         for (String[] h : headers) sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
+        session.usage.addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
         upstreamHandler.expect(head.method.equals("HEAD"));
         upstream.write(buf, upstream.voidPromise());
         forwarding = true;
@@ -309,6 +333,9 @@ final class HttpForwarder {
                 continue;
             }
             if (HOP_BY_HOP.contains(lower) || lower.startsWith("proxy-") || listed.contains(lower)) continue;
+            // Hop metadata the workspace could forge to steer an origin or the next proxy (client address, scheme,
+            // an upstream proxy to use): the proxy is the only hop the origin should hear about, and it says nothing.
+            if (FORWARDING.contains(lower) || lower.startsWith("x-forwarded-")) continue;
             out.add(h);
         }
         return out;

@@ -145,6 +145,37 @@ public final class Policy {
         return false;
     }
 
+    /**
+     * Suffixes under which anyone can get a name of their own (a bucket, a repository, an app): a {@code *.suffix}
+     * entry for one of them allows every stranger's content there, which is how a dependency's install hook fetches
+     * a second stage or drops stolen data. Not refused (an operator may mean it), but warned about at start.
+     */
+    static final List<String> SHARED_SUFFIXES = List.of("s3.amazonaws.com", "amazonaws.com", "githubusercontent.com", "github.io",
+            "gitlab.io", "blob.core.windows.net", "web.core.windows.net", "azurewebsites.net", "storage.googleapis.com",
+            "appspot.com", "cloudfront.net", "herokuapp.com", "pages.dev", "workers.dev", "vercel.app", "netlify.app",
+            "ngrok.io", "ngrok-free.app", "r2.dev", "firebaseapp.com", "web.app", "glitch.me", "repl.co", "onrender.com",
+            "fly.dev", "trycloudflare.com");
+
+    /**
+     * One warning per {@code *.suffix} entry at or under an attacker-ownable suffix ({@link #SHARED_SUFFIXES}), e.g.
+     * "allowlist entry '*.githubusercontent.com:[443]' admits names anyone can own under githubusercontent.com ...".
+     */
+    public List<String> sharedSuffixWarnings() {
+        List<String> out = new java.util.ArrayList<>();
+        for (Entry e : entries) {
+            if (!e.host().wildcard()) continue;
+            String suffix = e.host().suffixOrName();
+            for (String shared : SHARED_SUFFIXES) {
+                if (suffix.equals(shared) || suffix.endsWith("." + shared)) {
+                    out.add("allowlist entry '" + e + "' admits names anyone can own under " + shared
+                            + " (buckets, repositories, apps of strangers): list the exact hosts you need instead");
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+
     /** Public (non-internal) view of the entries, e.g. {@code "*.github.com:[443]"}. */
     public List<String> describe() {
         return entries.stream().map(Entry::toString).toList();

@@ -33,6 +33,10 @@ public final class ProxyConfig {
     private final java.util.Set<Integer> tlsPorts;
     private final java.util.Map<String, SecretBinding> secrets;
     private final java.util.List<java.nio.file.Path> upstreamTrustFiles;
+    private final Duration quotaWindow;
+    private final int maxConnectsPerSecond;
+    private final Duration placeholderTtl;
+    private final java.util.List<RegistryRule> registryRules;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -48,6 +52,24 @@ public final class ProxyConfig {
         this.tlsPorts = java.util.Set.copyOf(b.tlsPorts);
         this.secrets = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(b.secrets));
         this.upstreamTrustFiles = java.util.List.copyOf(b.upstreamTrustFiles);
+        this.quotaWindow = b.quotaWindow;
+        this.maxConnectsPerSecond = b.maxConnectsPerSecond;
+        this.placeholderTtl = b.placeholderTtl;
+        this.registryRules = java.util.List.copyOf(b.registryRules);
+    }
+
+    /** Package-aware rules for registry and git hosts (read-only; git pushes only to listed repositories). */
+    public java.util.List<RegistryRule> registryRules() { return registryRules; }
+
+    /** The rule for a host, or null. */
+    RegistryRule registryRule(String canonicalHost) {
+        for (RegistryRule r : registryRules) if (r.matchesHost(canonicalHost)) return r;
+        return null;
+    }
+
+    /** Does the proxy terminate TLS for any host (secret bindings or registry rules)? Workspaces then need its CA. */
+    public boolean intercepts() {
+        return !secrets.isEmpty() || !registryRules.isEmpty();
     }
 
     public static Builder builder() {
@@ -74,6 +96,12 @@ public final class ProxyConfig {
 
     /** Extra PEM CA files trusted for upstream TLS of intercepted connections, on top of the JDK default trust store. */
     public java.util.List<java.nio.file.Path> upstreamTrustFiles() { return upstreamTrustFiles; }
+    /** The byte quota ({@link #maxBytesPerWorkspace()}) counts per window of this length; at its end egress resumes. */
+    public Duration quotaWindow() { return quotaWindow; }
+    /** New connections (CONNECTs and upstream dials) a workspace may set up per second; a burst of as many is allowed. */
+    public int maxConnectsPerSecond() { return maxConnectsPerSecond; }
+    /** Longest life of a credential placeholder, whatever its run does (a background run's grant expires then). */
+    public Duration placeholderTtl() { return placeholderTtl; }
 
     public Builder toBuilder() {
         Builder b = new Builder();
@@ -88,6 +116,10 @@ public final class ProxyConfig {
         b.connectTimeout = connectTimeout;
         b.unsafeAllowLoopbackUpstreams = unsafeAllowLoopbackUpstreams;
         b.tlsPorts = tlsPorts;
+        b.quotaWindow = quotaWindow;
+        b.maxConnectsPerSecond = maxConnectsPerSecond;
+        b.placeholderTtl = placeholderTtl;
+        b.registryRules.addAll(registryRules);
         b.secrets.putAll(secrets);
         b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
@@ -107,6 +139,16 @@ public final class ProxyConfig {
         private java.util.Set<Integer> tlsPorts = java.util.Set.of(443);
         private final java.util.Map<String, SecretBinding> secrets = new java.util.LinkedHashMap<>();
         private java.util.List<java.nio.file.Path> upstreamTrustFiles = java.util.List.of();
+        private Duration quotaWindow = Duration.ofDays(1);
+        private int maxConnectsPerSecond = 30;
+        private Duration placeholderTtl = Duration.ofHours(12);
+        private final java.util.List<RegistryRule> registryRules = new java.util.ArrayList<>();
+
+        public Builder registryRule(RegistryRule r) { this.registryRules.add(Objects.requireNonNull(r)); return this; }
+
+        public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }
+        public Builder maxConnectsPerSecond(int v) { this.maxConnectsPerSecond = positive(v, "maxConnectsPerSecond"); return this; }
+        public Builder placeholderTtl(Duration d) { this.placeholderTtl = positive(d, "placeholderTtl"); return this; }
 
         private Builder() {}
 
@@ -155,6 +197,14 @@ public final class ProxyConfig {
                         throw new IllegalArgumentException("secret '" + b.name() + "' is bound to host " + b.hosts().get(i)
                                 + " which the egress allow-list does not allow"
                                 + (b.unsafeAllowPlainHttp() ? "" : " (on port " + new java.util.TreeSet<>(tlsPorts) + ")"));
+                    }
+                }
+            }
+            for (RegistryRule r : registryRules) {
+                for (int i = 0; i < r.patterns().size(); i++) {
+                    if (!ceiling.covers(r.patterns().get(i), tlsPorts)) {
+                        throw new IllegalArgumentException("registry rule " + r.kind().name().toLowerCase(java.util.Locale.ROOT) + " names host "
+                                + r.hosts().get(i) + " which the egress allow-list does not allow (on port " + new java.util.TreeSet<>(tlsPorts) + ")");
                     }
                 }
             }

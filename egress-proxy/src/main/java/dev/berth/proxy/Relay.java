@@ -98,7 +98,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private void forward(ByteBuf buf) {
         int n = buf.readableBytes();
         if (fromClient) ex.bytesUp += n; else ex.bytesDown += n;
-        if (!session.usage.addBytes(n, session.config().maxBytesPerWorkspace())) {
+        if (!session.usage.addBytes(n, session.config())) {
             buf.release();
             abortBoth("workspace '" + session.context.workspaceId() + "' exceeded its byte quota of "
                     + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");

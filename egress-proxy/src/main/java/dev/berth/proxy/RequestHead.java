@@ -63,4 +63,11 @@ final class RequestHead {
     String summary() {
         return method.toUpperCase(Locale.ROOT) + " " + HostNames.printable(target);
     }
+
+    /** Bytes of this head on the wire (request line, header lines, CRLFs), for the byte quota. */
+    long wireBytes() {
+        long n = method.length() + target.length() + version.length() + 4L + 2;
+        for (String[] h : headers) n += h[0].length() + h[1].length() + 4L;
+        return n;
+    }
 }

@@ -23,14 +23,23 @@ public final class SecretBinding {
     private final List<HostPattern> patterns;
     private final String value;
     private final boolean unsafeAllowPlainHttp;
+    /** Request headers the placeholder is substituted in, as configured (default {@code Authorization}). */
+    private final List<String> headers;
 
-    private SecretBinding(String name, String env, List<String> hosts, List<HostPattern> patterns, String value, boolean plain) {
+    /** Header names a credential may never be put in: framing, routing and hop-by-hop fields. */
+    private static final java.util.Set<String> NEVER = java.util.Set.of("host", "content-length", "transfer-encoding", "connection",
+            "keep-alive", "te", "trailer", "upgrade", "forwarded");
+    static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}");
+
+    private SecretBinding(String name, String env, List<String> hosts, List<HostPattern> patterns, String value, boolean plain,
+                          List<String> headers) {
         this.name = name;
         this.env = env;
         this.hosts = hosts;
         this.patterns = patterns;
         this.value = value;
         this.unsafeAllowPlainHttp = plain;
+        this.headers = headers;
     }
 
     /**
@@ -78,12 +87,43 @@ public final class SecretBinding {
                         + " (it is sent in HTTP header values)");
             }
         }
-        return new SecretBinding(name, env, List.copyOf(hostPatterns), List.copyOf(patterns), value, false);
+        return new SecretBinding(name, env, List.copyOf(hostPatterns), List.copyOf(patterns), value, false, List.of("Authorization"));
     }
 
     /** A copy that may also be injected into plain-HTTP requests (the value then crosses the network in clear). */
     public SecretBinding withUnsafeAllowPlainHttp(boolean allow) {
-        return new SecretBinding(name, env, hosts, patterns, value, allow);
+        return new SecretBinding(name, env, hosts, patterns, value, allow, headers);
+    }
+
+    /**
+     * A copy whose placeholder is substituted in these request headers (replacing the default {@code Authorization};
+     * list it again to keep it). A placeholder anywhere else (request target, other headers) refuses the request.
+     *
+     * @throws IllegalArgumentException for an empty list, a malformed header name, or a framing/routing header
+     */
+    public SecretBinding withHeaders(List<String> names) {
+        if (names == null || names.isEmpty()) throw new IllegalArgumentException("secret '" + name + "': headers must name at least one header");
+        List<String> out = new ArrayList<>();
+        for (String h : names) {
+            if (h == null || !HEADER.matcher(h).matches()) {
+                throw new IllegalArgumentException("secret '" + name + "': header name '" + HostNames.printable(String.valueOf(h)) + "' is invalid");
+            }
+            String lower = h.toLowerCase(java.util.Locale.ROOT);
+            if (NEVER.contains(lower) || lower.startsWith("proxy-") || lower.startsWith("x-forwarded-")) {
+                throw new IllegalArgumentException("secret '" + name + "': header '" + h + "' cannot carry a credential (framing, routing or hop-by-hop field)");
+            }
+            out.add(h);
+        }
+        return new SecretBinding(name, env, hosts, patterns, value, unsafeAllowPlainHttp, List.copyOf(out));
+    }
+
+    /** Request headers the placeholder is substituted in (default {@code [Authorization]}, including Basic). */
+    public List<String> headers() { return headers; }
+
+    /** Is {@code headerName} (any case) one this binding's placeholder is substituted in? */
+    boolean injectsInto(String headerName) {
+        for (String h : headers) if (h.equalsIgnoreCase(headerName)) return true;
+        return false;
     }
 
     public String name() { return name; }
@@ -113,6 +153,7 @@ public final class SecretBinding {
     @Override
     public String toString() {
         return "SecretBinding[name=" + name + ", env=" + env + ", hosts=" + hosts
+                + (headers.equals(List.of("Authorization")) ? "" : ", headers=" + headers)
                 + (unsafeAllowPlainHttp ? ", unsafeAllowPlainHttp" : "") + ", value=<redacted>]";
     }
 }

@@ -45,6 +45,17 @@ final class Session {
         }
     }
 
+    /** Closes this connection (and with it its upstream) because the grant it was opened under is gone. */
+    void revoke(String reason) {
+        Channel c = client;
+        if (c == null) return;
+        c.eventLoop().execute(() -> {
+            if (!c.isOpen()) return;
+            if (clientAbortReason == null) clientAbortReason = reason;
+            Downstream.abort(c, reason);
+        });
+    }
+
     /** Starts an audited exchange (one CONNECT tunnel or one HTTP request). */
     Exchange exchange(String kind, String method, String host, int port) {
         return new Exchange(this, kind, method, host, port);
@@ -117,6 +128,12 @@ final class Session {
         void finish(String closeReason) {
             if (finished) return;
             finished = true;
+            if (reason == null) {
+                // Ended before its decision (e.g. a malformed chunked body while the name was still resolving):
+                // a denial, and every decision carries a reason.
+                allowed = false;
+                reason = closeReason == null ? "ended before a decision was made" : closeReason;
+            }
             if (holdsUpstreamSlot) {
                 holdsUpstreamSlot = false;
                 session.usage.closed();

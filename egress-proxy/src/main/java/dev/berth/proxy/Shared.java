@@ -31,8 +31,12 @@ final class Shared {
         channels.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /** Monotonic nanoseconds for quota windows and connection rates (a fake one in tests). */
+    final java.util.function.LongSupplier nanos;
+
     Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, CredentialRegistry credentials,
-           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls) {
+           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
+        this.nanos = nanos;
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
@@ -50,7 +54,32 @@ final class Shared {
     io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
 
     WorkspaceUsage usage(String workspaceId) {
-        return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage());
+        return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage(nanos));
+    }
+
+    /** Client sessions by workspace and run, so revoking a run's grant can close what the run opened. */
+    private final ConcurrentMap<String, java.util.Set<Session>> byRun = new ConcurrentHashMap<>();
+
+    private static String runKey(String workspaceId, String runId) {
+        return workspaceId + "\n" + runId;
+    }
+
+    void register(Session s) {
+        String run = s.context.runId();
+        if (run == null) return;
+        String key = runKey(s.context.workspaceId(), run);
+        byRun.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(s);
+        s.client.closeFuture().addListener(f -> byRun.computeIfPresent(key, (k, set) -> {
+            set.remove(s);
+            return set.isEmpty() ? null : set;
+        }));
+    }
+
+    /** A grant was revoked or expired: close the connections of its run and those that carried its placeholders. */
+    void revoked(CredentialGrant g, String reason) {
+        java.util.Set<Session> mine = byRun.get(runKey(g.workspaceId(), g.runId()));
+        if (mine != null) for (Session s : mine) s.revoke(reason);
+        for (Session s : g.sessions()) s.revoke(reason);
     }
 
     void forget(String workspaceId) {

@@ -46,6 +46,10 @@ final class Targets {
             if (portText.isEmpty() || portText.length() > 5 || !portText.chars().allMatch(c -> c >= '0' && c <= '9')) {
                 throw new BadTarget(what + " '" + HostNames.printable(a) + "' has an invalid port");
             }
+            if (portText.length() > 1 && portText.charAt(0) == '0') {
+                // "0443" is 443 to us and maybe 0443 (octal 291) or an error to the next parser: refuse the ambiguity
+                throw new BadTarget(what + " '" + HostNames.printable(a) + "' has an invalid port (leading zero)");
+            }
             port = Integer.parseInt(portText);
             if (port < 1 || port > 65535) throw new BadTarget(what + " '" + HostNames.printable(a) + "' port out of range");
         }

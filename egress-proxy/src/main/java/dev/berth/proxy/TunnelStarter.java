@@ -21,6 +21,7 @@ final class TunnelStarter {
     private final ChannelHandlerContext ctx;
     private final RequestDecoder decoder;
     private Session.Exchange ex;
+    private long headBytes;
 
     TunnelStarter(Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
         this.session = session;
@@ -47,6 +48,7 @@ final class TunnelStarter {
             refuse(session.exchange("connect", "CONNECT", HostNames.printable(head.target), 0), 400, e.getMessage());
             return;
         }
+        headBytes = head.wireBytes();
         String shownHost = canonicalOrRaw(target.host());
         ex = session.exchange("connect", "CONNECT", shownHost, target.port());
         session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
@@ -82,10 +84,18 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
+        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
+        if (limited == null) limited = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        if (limited != null) {
+            refuse(ex, 429, limited);
+            return;
+        }
+        session.usage.addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
         if (session.config().tlsPorts().contains(v.port())) {
             List<SecretBinding> bound = session.shared.credentials().bindingsFor(session.context, v.host());
-            if (!bound.isEmpty()) {
-                intercept(v, bound);
+            RegistryRule rule = session.config().registryRule(v.host());
+            if (!bound.isEmpty() || rule != null) {
+                intercept(v, bound, rule);
                 return;
             }
         }
@@ -121,11 +131,15 @@ final class TunnelStarter {
      * Terminates TLS instead of tunnelling: answers 200 without dialing (each inner request is
      * decided and dialed on its own), then parses the connection as HTTPS requests to this host.
      */
-    private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound) {
+    private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound, RegistryRule rule) {
         Channel client = ctx.channel();
         ex.address = v.addressText();
-        String why = v.reason() + "; TLS intercepted for credential injection (binding"
-                + (bound.size() > 1 ? "s " : " ") + String.join(", ", bound.stream().map(b -> "'" + b.name() + "'").toList()) + ")";
+        String why = v.reason();
+        if (!bound.isEmpty()) {
+            why += "; TLS intercepted for credential injection (binding" + (bound.size() > 1 ? "s " : " ")
+                    + String.join(", ", bound.stream().map(b -> "'" + b.name() + "'").toList()) + ")";
+        }
+        if (rule != null) why += "; TLS intercepted for " + rule.kind().label() + " registry rules";
         Interception in = new Interception(v.host(), v.port(), ex, why);
         client.closeFuture().addListener(f -> {
             if (!ex.finished()) {

@@ -74,6 +74,9 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
                 fwd.abort("upstream attempted a protocol switch (101), which is not supported");
                 return;
             }
+            long head = r.status().toString().length() + 11L;
+            for (var e : r.headers()) head += e.getKey().length() + e.getValue().length() + 4L;
+            fwd.session.usage.addBytes(head, fwd.session.config()); // response heads count too
             informational = code >= 100 && code < 200;
             if (!informational) {
                 started = true;
@@ -87,7 +90,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         if (msg instanceof HttpContent c) {
             int n = c.content().readableBytes();
             fwd.ex.bytesDown += n;
-            if (!fwd.session.usage.addBytes(n, fwd.session.config().maxBytesPerWorkspace())) {
+            if (!fwd.session.usage.addBytes(n, fwd.session.config())) {
                 ReferenceCountUtil.release(msg);
                 fwd.abort("workspace '" + fwd.session.context.workspaceId() + "' exceeded its byte quota of "
                         + fwd.session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");

@@ -72,6 +72,7 @@ class AdversarialTest extends HarnessTest {
                 connect("uppercase and trailing dot normalized", "ALLOWED.TEST.:22", 403, "port 22 not allowed for host 'allowed.test'"),
                 connect("port not listed", "allowed.test:22", 403, "port 22 not allowed for host 'allowed.test'"),
                 connect("connect without port", "allowed.test", 400, "has no port"),
+                connect("connect port with leading zero", "allowed.test:0443", 400, "has an invalid port (leading zero)"),
                 connect("userinfo in connect", "user@allowed.test:{P}", 400, "userinfo"),
                 connect("underscore host", "bad_host.test:{P}", 403, "not a valid hostname"),
                 new Case("connect host header mismatch", "CONNECT allowed.test:{P} HTTP/1.1\r\nHost: evil.test:{P}\r\n\r\n", null, 400,

@@ -38,6 +38,7 @@ final class CredentialFixture implements AutoCloseable {
     static final String GITHUB_SECRET = "ghp_REALsecretValue0123456789abcdef";
     static final String NPM_SECRET = "npm_REALsecretValue9876543210";
     static final String PLAIN_SECRET = "plain-REALsecret-42";
+    static final String APIKEY_SECRET = "key_REALsecretValue_5550123";
 
     final Path dir;
     final InterceptionCa upstreamCa = InterceptionCa.generate("upstream-test");
@@ -51,6 +52,8 @@ final class CredentialFixture implements AutoCloseable {
     final List<AuditRecord> audit = new CopyOnWriteArrayList<>();
     /** Authorization headers the HTTPS upstream received, in order. */
     final List<String> seenAuth = new CopyOnWriteArrayList<>();
+    /** Everything the HTTPS upstream received per request (raw URI and every header), in order. */
+    final List<String> seenRaw = new CopyOnWriteArrayList<>();
     final EgressProxy proxy;
     final EgressProxy.Listener listenerA;
     final EgressProxy.Listener listenerB;
@@ -58,11 +61,16 @@ final class CredentialFixture implements AutoCloseable {
     final int pB;
     final int pH;
     final Policy ceiling;
+    /** Added to System.nanoTime() for the proxy's clock: tests jump over placeholder lifetimes. */
+    final java.util.concurrent.atomic.AtomicLong clockOffset = new java.util.concurrent.atomic.AtomicLong();
+    /** Released when the fixture closes: /stream responses hang until then (or until the proxy cuts them). */
+    final java.util.concurrent.CountDownLatch streamsEnd = new java.util.concurrent.CountDownLatch(1);
 
     CredentialFixture(Path dir) throws Exception {
         this.dir = dir;
         KeyPair kp = InterceptionCa.rsaKeyPair();
-        X509Certificate cert = upstreamCa.issue(kp.getPublic(), List.of("api.cred.test", "registry.cred.test", "plain.cred.test"));
+        X509Certificate cert = upstreamCa.issue(kp.getPublic(), List.of("api.cred.test", "registry.cred.test", "plain.cred.test",
+                "npmreg.cred.test", "pypi.cred.test", "maven.cred.test", "git.cred.test"));
         https = httpsServer(kp, cert, upstreamCa.certificate());
         KeyPair rk = InterceptionCa.rsaKeyPair();
         rogue = httpsServer(rk, rogueCa.issue(rk.getPublic(), List.of("untrusted.cred.test")), rogueCa.certificate());
@@ -71,13 +79,14 @@ final class CredentialFixture implements AutoCloseable {
         pB = rogue.getAddress().getPort();
         pH = http.port();
         for (String n : List.of("api.cred.test", "registry.cred.test", "plain.cred.test", "wrongname.cred.test", "untrusted.cred.test",
-                "allowed.test")) {
+                "allowed.test", "npmreg.cred.test", "pypi.cred.test", "maven.cred.test", "git.cred.test")) {
             resolver.map(n, "127.0.0.1");
         }
         Path trust = dir.resolve("upstream-ca.pem");
         Files.writeString(trust, upstreamCa.certificatePem());
         ceiling = Policy.of(List.of("api.cred.test:" + pA + "," + pH, "registry.cred.test:" + pA, "plain.cred.test:" + pA,
-                "wrongname.cred.test:" + pA, "untrusted.cred.test:" + pB, "allowed.test:" + pH));
+                "wrongname.cred.test:" + pA, "untrusted.cred.test:" + pB, "allowed.test:" + pH,
+                "npmreg.cred.test:" + pA, "pypi.cred.test:" + pA, "maven.cred.test:" + pA, "git.cred.test:" + pA));
         ProxyConfig cfg = ProxyConfig.builder()
                 .ceiling(ceiling)
                 .tlsPorts(Set.of(443, pA, pB))
@@ -89,9 +98,15 @@ final class CredentialFixture implements AutoCloseable {
                 .secret(SecretBinding.of("untrusted", "UNTRUSTED_TOKEN", List.of("untrusted.cred.test"), "u-secret"))
                 .secret(SecretBinding.of("wrongname", "WRONGNAME_TOKEN", List.of("wrongname.cred.test"), "w-secret"))
                 .secret(SecretBinding.of("plainok", "PLAINOK_TOKEN", List.of("allowed.test"), PLAIN_SECRET).withUnsafeAllowPlainHttp(true))
+                .secret(SecretBinding.of("apikey", "APIKEY_TOKEN", List.of("registry.cred.test"), APIKEY_SECRET).withHeaders(List.of("X-Api-Key")))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.NPM, List.of("npmreg.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.PYPI, List.of("pypi.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.MAVEN, List.of("maven.cred.test"), null))
+                .registryRule(RegistryRule.of(RegistryRule.Kind.GIT, List.of("git.cred.test"), List.of("org/allowed")))
                 .build();
-        proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2).start();
-        Set<String> all = Set.of("github", "npm", "untrusted", "wrongname", "plainok");
+        proxy = EgressProxy.builder(cfg).resolver(resolver).auditSink(audit::add).threads(2)
+                .clock(() -> System.nanoTime() + clockOffset.get()).start();
+        Set<String> all = Set.of("github", "npm", "untrusted", "wrongname", "plainok", "apikey");
         listenerA = proxy.listen(loopback(), new EgressContext("ws-a", "run-a", ceiling, decisions::add, all));
         listenerB = proxy.listen(loopback(), new EgressContext("ws-b", "run-b", ceiling, decisionsB::add, all));
     }
@@ -111,10 +126,25 @@ final class CredentialFixture implements AutoCloseable {
         HttpsServer s = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
         s.setHttpsConfigurator(new HttpsConfigurator(ssl));
         s.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+        s.createContext("/stream", ex -> {
+            // a streamed response that does not end by itself: one chunk, then nothing until the fixture closes
+            ex.sendResponseHeaders(200, 0);
+            ex.getResponseBody().write("first-chunk\n".getBytes(StandardCharsets.UTF_8));
+            ex.getResponseBody().flush();
+            try {
+                streamsEnd.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            ex.close();
+        });
         s.createContext("/", ex -> {
             // Echo: what arrived, as facts the test can check without the server knowing the placeholder.
             String auth = ex.getRequestHeaders().getFirst("Authorization");
             seenAuth.add(String.valueOf(auth));
+            seenRaw.add(ex.getRequestURI() + " " + ex.getRequestHeaders().entrySet());
+            String key = ex.getRequestHeaders().getFirst("X-Api-Key");
+            if (key != null) ex.getResponseHeaders().add("X-Echo-Api-Key", key.equals(APIKEY_SECRET) ? "real" : "other");
             ex.getRequestBody().readAllBytes();
             String expected = expectedAuth(ex.getRequestURI().getQuery());
             String body = "auth=" + (auth == null ? "none" : auth.equals(expected) ? "real" : "other") + " sha=" + sha256(auth)
@@ -223,6 +253,7 @@ final class CredentialFixture implements AutoCloseable {
 
     @Override
     public void close() {
+        streamsEnd.countDown();
         listenerA.close();
         listenerB.close();
         proxy.close();

@@ -34,7 +34,8 @@ public final class EgressBenchmark {
 
         try (Upstream up = new Upstream(fixedUpstreamPort)) {
             Policy allow = Policy.of(List.of(HOST + ":" + up.port(), "allowed.test:" + up.port()));
-            ProxyConfig cfg = ProxyConfig.builder().ceiling(allow).unsafeAllowLoopbackUpstreams(true).build();
+            // the benchmark measures the path, not the per-workspace setup rate limit
+            ProxyConfig cfg = ProxyConfig.builder().ceiling(allow).unsafeAllowLoopbackUpstreams(true).maxConnectsPerSecond(1_000_000).build();
             TestResolver resolver = new TestResolver().map(HOST, "127.0.0.1");
             try (EgressProxy proxy = EgressProxy.builder(cfg).resolver(resolver).threads(2).start();
                  EgressProxy.Listener l = proxy.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),

@@ -31,6 +31,11 @@ final class Harness implements AutoCloseable {
     final ProxyConfig config;
 
     Harness(UnaryOperator<ProxyConfig.Builder> tweak) throws IOException {
+        this(tweak, System::nanoTime);
+    }
+
+    /** With a clock for quota windows, connection rates and placeholder lifetimes. */
+    Harness(UnaryOperator<ProxyConfig.Builder> tweak, java.util.function.LongSupplier nanos) throws IOException {
         tlsEcho = new Upstreams.Echo("127.0.0.1");
         plainEcho = new Upstreams.Echo("127.0.0.1");
         http = new Upstreams.Http();
@@ -56,7 +61,7 @@ final class Harness implements AutoCloseable {
                 .maxHeaderCount(50)
                 .headerTimeout(Duration.ofSeconds(5))
                 .unsafeAllowLoopbackUpstreams(true)).build();
-        proxy = EgressProxy.builder(config).resolver(resolver).auditSink(audit::add).threads(2).start();
+        proxy = EgressProxy.builder(config).resolver(resolver).auditSink(audit::add).threads(2).clock(nanos).start();
         listener = proxy.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
                 new EgressContext("ws-test", "run-1", ceiling, decisions::add));
     }

@@ -8,6 +8,7 @@ import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.spec.McpSchema;
+import io.modelcontextprotocol.spec.ProtocolVersions;
 import io.modelcontextprotocol.spec.McpServerTransportProvider;
 import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
 import io.modelcontextprotocol.server.McpSyncServerExchange;
@@ -27,9 +28,30 @@ final class BerthServer {
             pause (it costs storage only and resumes on the next run); snapshot before risky changes and fork with
             open_workspace {from_snapshot}. Network access goes through an allowlisting proxy; denials say why.""";
 
+    /** MCP protocol versions this server speaks, newest first (the SDK's transports offer the same). */
+    static final List<String> PROTOCOL_VERSIONS = List.of(ProtocolVersions.MCP_2025_11_25, ProtocolVersions.MCP_2025_06_18,
+            ProtocolVersions.MCP_2025_03_26, ProtocolVersions.MCP_2024_11_05);
+
     static final McpJsonMapper JSON = new JacksonMcpJsonMapper(JsonMapper.builder().build());
 
     private BerthServer() {}
+
+    /** What {@code berth version} prints: the build, the Java runtime running it, the MCP protocol versions. */
+    static String versionLine() {
+        String built = "";
+        java.nio.file.Path jar = LauncherCommand.runningJar();
+        if (jar != null) {
+            try (var f = new java.util.jar.JarFile(jar.toFile())) {
+                String t = f.getManifest() == null ? null : f.getManifest().getMainAttributes().getValue("Berth-Built");
+                built = t == null ? "" : ", built " + t + " (" + jar + ")";
+            } catch (java.io.IOException e) {
+                built = " (" + jar + ")";
+            }
+        }
+        return "berth " + VERSION + built + "\n"
+                + "java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", " + System.getProperty("java.home") + ")\n"
+                + "mcp protocol " + PROTOCOL_VERSIONS.getFirst() + " (also " + String.join(", ", PROTOCOL_VERSIONS.subList(1, PROTOCOL_VERSIONS.size())) + ")";
+    }
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {

@@ -18,6 +18,8 @@ import java.util.Map;
 
 /** read_file, write_file, list_files: binary-safe (UTF-8 text or base64), size-bounded, paths inside the workspace. */
 final class FileTools {
+    /** Largest write per call (decoded), as write_file's schema says; a request carrying it fits the message limit. */
+    static final int MAX_WRITE_BYTES = 2 * 1024 * 1024;
     private final Engine engine;
 
     FileTools(Engine engine) { this.engine = engine; }
@@ -34,7 +36,8 @@ final class FileTools {
         m.put("offset", c.offset());
         m.put("bytes", c.data().length);
         m.put("truncated", c.truncated());
-        String text = utf8(c.data());
+        m.put("next_offset", c.offset() + c.data().length);
+        String text = textIfCompact(c.data());
         m.put("encoding", text != null ? "utf-8" : "base64");
         m.put("content", text != null ? text : Base64.getEncoder().encodeToString(c.data()));
         m.put("mode", String.format("%04o", c.mode() & 07777));
@@ -55,6 +58,10 @@ final class FileTools {
             }
         } else {
             throw new EngineException(Kind.INVALID_ARGUMENT, "encoding '" + encoding + "' is not one of utf-8, base64");
+        }
+        if (data.length > MAX_WRITE_BYTES) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "content is " + data.length + " bytes; at most " + MAX_WRITE_BYTES
+                    + " bytes per call: write the rest with append: true");
         }
         String mode = a.string("mode");
         Integer m = null;
@@ -92,6 +99,22 @@ final class FileTools {
         m.put("entries", entries);
         m.put("truncated", l.truncated());
         return m;
+    }
+
+    /**
+     * The text if {@code b} is UTF-8 text that JSON escaping at most doubles, else null (the caller sends base64). So
+     * the content of a read never takes more than twice max_bytes on the wire, whatever the file holds (a control
+     * character escapes to six bytes; a newline-heavy text file stays text).
+     */
+    static String textIfCompact(byte[] b) {
+        String text = utf8(b);
+        if (text == null) return null;
+        long escaped = 0;
+        for (int i = 0; i < text.length(); i++) {
+            char ch = text.charAt(i);
+            escaped += ch == '"' || ch == '\\' || ch == '\n' || ch == '\t' || ch == '\r' ? 2 : ch < 0x20 ? 6 : ch < 0x80 ? 1 : ch < 0x800 ? 2 : 3;
+        }
+        return escaped <= 2L * b.length ? text : null;
     }
 
     /** The text if {@code b} is valid UTF-8 without NUL bytes, else null (the caller sends base64). */

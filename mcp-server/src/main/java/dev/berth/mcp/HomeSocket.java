@@ -2,10 +2,7 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import io.modelcontextprotocol.server.McpSyncServer;
-import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
-import java.io.FilterInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.Channels;
@@ -87,28 +84,10 @@ final class HomeSocket implements AutoCloseable {
     private void serve(SocketChannel c, Engine engine) {
         sessions.incrementAndGet();
         CountDownLatch eof = new CountDownLatch(1);
-        InputStream in = new FilterInputStream(Channels.newInputStream(c)) {
-            @Override public int read() throws IOException {
-                int b = super.read();
-                if (b < 0) eof.countDown();
-                return b;
-            }
-
-            @Override public int read(byte[] buf, int off, int len) throws IOException {
-                int n;
-                try {
-                    n = super.read(buf, off, len);
-                } catch (IOException e) {
-                    eof.countDown();
-                    throw e;
-                }
-                if (n < 0) eof.countDown();
-                return n;
-            }
-        };
         McpSyncServer mcp = null;
         try (c) {
-            mcp = BerthServer.build(new StdioServerTransportProvider(BerthServer.JSON, in, Channels.newOutputStream(c)), engine, "home-socket");
+            // the same hardened line transport as stdio: a malformed line from an attached client is answered, not fatal
+            mcp = BerthServer.build(new StdioTransport(BerthServer.JSON, Channels.newInputStream(c), Channels.newOutputStream(c), eof::countDown), engine, "home-socket");
             eof.await();
         } catch (IOException | InterruptedException | RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "home session ended: " + e.getMessage());

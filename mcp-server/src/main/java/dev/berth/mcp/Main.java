@@ -6,8 +6,8 @@ import java.util.List;
 
 /**
  * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code http} (MCP over HTTP, multi-tenant), {@code setup} (prepare this machine; idempotent),
- * {@code doctor} (which isolation drivers run here and why not the others), {@code audit} (verify, receipt, export),
- * {@code version}.
+ * {@code launcher} (install the {@code berth} command), {@code doctor} (which isolation drivers run here and why not
+ * the others), {@code audit} (verify, receipt, export), {@code version}.
  */
 public final class Main {
     private Main() {}
@@ -21,13 +21,15 @@ public final class Main {
             if (cmd.equals("audit")) System.exit(AuditCommand.run(rest, out, System.err)); // its own options
             Options opts = Options.parse(rest);
             if (!cmd.equals("http")) opts.onlyCommonOptions(cmd);
+            else if (opts.binDir() != null) throw new Options.UsageException("--bin-dir applies to 'berth setup' and 'berth launcher' only");
             code = switch (cmd) {
                 case "http" -> HttpCommand.run(opts);
                 case "stdio" -> StdioCommand.run(opts);
                 case "setup" -> SetupCommand.run(opts, out);
                 case "doctor" -> DoctorCommand.run(opts, out);
+                case "launcher" -> LauncherCommand.run(opts, out);
                 case "version", "--version" -> {
-                    out.println("berth " + BerthServer.VERSION);
+                    out.println(BerthServer.versionLine());
                     yield 0;
                 }
                 case "help", "--help", "-h" -> {
@@ -53,7 +55,8 @@ public final class Main {
                 usage: berth <command> [options]
                   stdio    serve MCP over stdin/stdout (for Claude Code, Claude Desktop, ...)
                   http     serve MCP over Streamable HTTP (/mcp) and legacy HTTP+SSE (/sse) to authenticated tenants
-                  setup    install and prepare what the isolation drivers need (idempotent)
+                  setup    install the berth launcher and prepare what the isolation drivers need (idempotent)
+                  launcher install only the berth launcher (a script that runs this jar on Java 25+)
                   doctor   say which isolation drivers this machine supports, and why not the others; print the
                            public key that signs receipts and audit heads
                   audit verify [--tenant T]            check the audit chains, name the first broken record
@@ -62,7 +65,7 @@ public final class Main {
                   audit export --tenant T [--since WHEN] [--type TYPE] [--out FILE]
                                                        verified records as JSON Lines (for a SIEM); WHEN is an
                                                        instant, a date or an age (24h, 7d)
-                  version  print the version
+                  version  print the build, the Java runtime and the MCP protocol versions
                 options:
                   --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,
                                       else ~/.local/share/berth)
@@ -70,6 +73,8 @@ public final class Main {
                   --egress FILE       egress policy (JSON: presets, allow, limits); default: no outbound access
                   --microvm-image K   guest image of microVM workspaces: auto (developer image once `setup` built it,
                                       else the small test image), test, developer
+                  --bin-dir DIR       setup, launcher: where to install the berth launcher (default /usr/local/bin as
+                                      root, else ~/.local/bin)
                 http options:
                   --config FILE       operator config (JSON): tokens, JWT issuer, tenants and quotas, allowed origins
                   --bind ADDR         address to listen on (default 127.0.0.1)

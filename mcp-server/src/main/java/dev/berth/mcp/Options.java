@@ -4,8 +4,8 @@ import java.nio.file.Path;
 import java.util.List;
 
 /** Command-line options shared by the subcommands. */
-/** @param port, bind and config are for {@code berth http} only */
-record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config, String microvmImage) {
+/** @param port, bind and config are for {@code berth http} only; binDir for {@code berth setup} and {@code berth launcher} */
+record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config, String microvmImage, Path binDir) {
 
     static final class UsageException extends Exception {
         UsageException(String m) { super(m); }
@@ -19,6 +19,7 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
         Integer port = null;
         String bind = null;
         Path config = null;
+        Path binDir = null;
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             switch (a) {
@@ -34,11 +35,12 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
                 case "--port" -> port = port(value(args, ++i, a));
                 case "--bind" -> bind = value(args, ++i, a);
                 case "--config" -> config = Path.of(value(args, ++i, a)).toAbsolutePath();
+                case "--bin-dir" -> binDir = Path.of(value(args, ++i, a)).toAbsolutePath();
                 default -> throw new UsageException("unknown option '" + a + "'");
             }
         }
         if (home == null) home = defaultHome();
-        return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config, microvmImage);
+        return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config, microvmImage, binDir);
     }
 
     private static String value(List<String> args, int i, String flag) throws UsageException {
@@ -60,6 +62,9 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
     void onlyCommonOptions(String command) throws UsageException {
         if (port != null || bind != null) {
             throw new UsageException("--port and --bind apply to 'berth http' only, not '" + command + "'");
+        }
+        if (binDir != null && !command.equals("setup") && !command.equals("launcher")) {
+            throw new UsageException("--bin-dir applies to 'berth setup' and 'berth launcher' only, not '" + command + "'");
         }
         if (config != null && !command.equals("stdio")) {
             throw new UsageException("--config applies to 'berth http' and 'berth stdio' only, not '" + command + "'");

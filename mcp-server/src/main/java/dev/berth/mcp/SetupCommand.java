@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code berth setup}: installs the Debian packages the drivers need (when root and missing) and prepares the Berth
+ * {@code berth setup}: installs the {@code berth} launcher ({@link LauncherCommand}), the Debian packages the drivers need (when root and missing) and prepares the Berth
  * home (agent binary) and the microVM guest images (test, and developer unless {@code --microvm-image test}).
  * Idempotent: a second run only checks.
  */
@@ -30,6 +30,7 @@ final class SetupCommand {
     private SetupCommand() {}
 
     static int run(Options opts, PrintStream out) throws IOException, InterruptedException {
+        if (LauncherCommand.runningJar() != null && LauncherCommand.run(opts, out) != 0) return 1;
         List<String> missing = new ArrayList<>();
         for (List<String> p : PACKAGES) if (!Files.exists(Path.of(p.get(1)))) missing.add(p.get(0));
         if (!missing.isEmpty()) {

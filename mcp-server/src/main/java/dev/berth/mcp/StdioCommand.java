@@ -5,6 +5,7 @@ import dev.berth.engine.EngineException;
 import dev.berth.engine.HomeOwnedException;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
+import io.modelcontextprotocol.spec.McpServerTransportProvider;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,11 +13,14 @@ import java.io.PrintStream;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code berth stdio}: MCP over stdin/stdout. stdout carries only protocol messages (everything else printed by
- * anyone goes to stderr); end of stdin means the client is gone, so the server shuts down cleanly: ephemeral
- * workspaces are deleted and persistent ones parked.
+ * {@code berth stdio}: MCP over stdin/stdout through {@link StdioTransport}. stdout carries only protocol messages
+ * (everything else printed by anyone goes to stderr); end of stdin means the client is gone, whatever was read
+ * before it, so the server shuts down cleanly: ephemeral workspaces are deleted and persistent ones parked.
  */
 final class StdioCommand {
+    /** Benchmark-only switch back to the SDK's unhardened stdio transport (see {@link #sdkTransport}). */
+    static final String UNHARDENED_PROPERTY = "berth.bench.unhardenedTransport";
+
     private StdioCommand() {}
 
     static int run(Options opts) throws IOException {
@@ -39,22 +43,8 @@ final class StdioCommand {
         }
         HomeSocket home = HomeSocket.listen(engine.home(), engine);
         CountDownLatch eof = new CountDownLatch(1);
-        InputStream in = new FilterInputStream(System.in) {
-            @Override
-            public int read() throws IOException {
-                int b = super.read();
-                if (b < 0) eof.countDown();
-                return b;
-            }
-
-            @Override
-            public int read(byte[] buf, int off, int len) throws IOException {
-                int n = super.read(buf, off, len);
-                if (n < 0) eof.countDown();
-                return n;
-            }
-        };
-        var transport = new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
+        McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
+                ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
         McpSyncServer server = BerthServer.build(transport, engine);
         Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
@@ -74,6 +64,30 @@ final class StdioCommand {
         }
         shutdown(server, engine);
         return 0;
+    }
+
+    /**
+     * The MCP SDK's own stdio transport, which goes deaf after one malformed line. Kept only so that
+     * {@code TransportBench} can measure the hardened path next to it; never use it to serve a client.
+     */
+    private static McpServerTransportProvider sdkTransport(PrintStream protocolOut, CountDownLatch eof) {
+        System.err.println("berth: -D" + UNHARDENED_PROPERTY + " is set: serving with the SDK's stdio transport (benchmarks only)");
+        InputStream in = new FilterInputStream(System.in) {
+            @Override
+            public int read() throws IOException {
+                int b = super.read();
+                if (b < 0) eof.countDown();
+                return b;
+            }
+
+            @Override
+            public int read(byte[] buf, int off, int len) throws IOException {
+                int n = super.read(buf, off, len);
+                if (n < 0) eof.countDown();
+                return n;
+            }
+        };
+        return new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
     }
 
     private static void shutdown(McpSyncServer server, Engine engine) {

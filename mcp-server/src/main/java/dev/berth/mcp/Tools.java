@@ -96,7 +96,7 @@ final class Tools {
             // recorded before anything happens: a call that cannot be recorded does not run (audit.on_failure)
             audit.call(tenant, tool, exchange, req.arguments());
             Map<String, Object> out = h.handle(exchange, new Args(req.arguments()), req);
-            return CallToolResult.builder().structuredContent(out).addTextContent(toJson(out)).build();
+            return CallToolResult.builder().structuredContent(out).addTextContent(Mirror.of(out, this::toJson)).build();
         } catch (EngineException e) {
             if (tenant != null) audit.error(tenant, tool, e.getMessage());
             return error(e.getMessage());

@@ -45,7 +45,9 @@ class ExamplesE2eTest {
             List<String> policy = new ArrayList<>();
             open.path("egress_policy").forEach(p -> policy.add(p.asString()));
             assertTrue(policy.contains("registry.npmjs.org:[443]") && policy.contains("deb.debian.org:[80, 443]")
-                    && policy.contains("*.githubusercontent.com:[443]"), policy.toString());
+                    && policy.contains("raw.githubusercontent.com:[443]"), policy.toString());
+            // no attacker-ownable wildcard in the shipped example (issue 16, finding 6)
+            assertTrue(policy.stream().noneMatch(p -> p.startsWith("*.githubusercontent.com")), policy.toString());
             JsonNode narrowed = mcp.call("open_workspace", java.util.Map.of("egress", List.of("preset:npm", "evil.example")))
                     .path("structuredContent");
             List<String> n = new ArrayList<>();
@@ -56,21 +58,31 @@ class ExamplesE2eTest {
         }
     }
 
-    /** The client configs name `berth.jar stdio`; started as configured (jar path swapped in), they answer initialize. */
+    /**
+     * The client configs say `berth stdio`; with the launcher installed (`berth launcher --bin-dir`) and on PATH, the
+     * real client starts them exactly as configured and they answer.
+     */
     @ParameterizedTest
     @ValueSource(strings = {"claude-code.mcp.json", "claude-desktop.json"})
     void clientConfig_startsAWorkingServer(String file) throws Exception {
         JsonNode server = McpBridge.JSON.readTree(Files.readString(EXAMPLES.resolve(file))).path("mcpServers").path("berth");
-        List<String> args = new ArrayList<>();
-        server.path("args").forEach(a -> args.add(a.asString()));
-        assertTrue(args.contains("stdio") && args.get(args.indexOf("-jar") + 1).endsWith("berth.jar"), args.toString());
-        assertTrue(server.path("command").asString().endsWith("/bin/java"), server.toString());
-        Path home = Files.createTempDirectory("berth-config-");
-        try (McpBridge mcp = McpBridge.stdio(home)) {
-            JsonNode hello = mcp.connect();
-            assertEquals("berth", hello.path("serverInfo").path("name").asString());
+        List<String> command = new ArrayList<>(List.of(server.path("command").asString()));
+        server.path("args").forEach(a -> command.add(a.asString()));
+        assertEquals(List.of("berth", "stdio"), command, server.toString());
+        Path dir = Files.createTempDirectory("berth-config-");
+        try {
+            Path bin = dir.resolve("bin");
+            Process install = new ProcessBuilder(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "launcher", "--bin-dir", bin.toString())
+                    .redirectErrorStream(true).start();
+            String out = new String(install.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(install.waitFor(60, TimeUnit.SECONDS) && install.exitValue() == 0, out);
+            command.addAll(List.of("--home", dir.resolve("home").toString()));
+            try (McpBridge mcp = McpBridge.stdioCommand(command, java.util.Map.of("PATH", bin + ":" + System.getenv("PATH")))) {
+                JsonNode hello = mcp.connect();
+                assertEquals("berth", hello.path("serverInfo").path("name").asString());
+            }
         } finally {
-            dev.berth.engine.spi.Trees.delete(home);
+            dev.berth.engine.spi.Trees.delete(dir);
         }
     }
 

@@ -221,6 +221,57 @@ class HttpE2eTest {
         }
     }
 
+    /** Issue 10's HTTP cases, each with the status and JSON-RPC error it must get: never a stack trace. */
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> malformed() {
+        return java.util.stream.Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of("malformed body", "{not json", 400, -32700, "not valid JSON"),
+                org.junit.jupiter.params.provider.Arguments.of("initialize without jsonrpc", "{\"id\":1,\"method\":\"initialize\"}", 200, -32600, "\"jsonrpc\": \"2.0\" is missing"),
+                org.junit.jupiter.params.provider.Arguments.of("deep nesting", "[".repeat(100_000), 400, -32600, "levels deep"),
+                org.junit.jupiter.params.provider.Arguments.of("batch", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", 400, -32600, "batches"),
+                org.junit.jupiter.params.provider.Arguments.of("initialize params of the wrong type",
+                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":5}}", 200, -32602, "protocolVersion must be a string"),
+                org.junit.jupiter.params.provider.Arguments.of("nested capability of the wrong type",
+                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"roots\":5},\"clientInfo\":{\"name\":\"a\",\"version\":\"1\"}}}",
+                        200, -32602, "roots must be an object"),
+                org.junit.jupiter.params.provider.Arguments.of("request without a session", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 400, null, ""),
+                org.junit.jupiter.params.provider.Arguments.of("over 4 MiB", "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"content\":\"" + "a".repeat(5 << 20) + "\"},\"id\":9}",
+                        413, -32600, "bytes refused"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("malformed")
+    void malformedMessage_getsAJsonRpcErrorInBerthsWords(String name, String body, int status, Integer code, String reason) throws Exception {
+        for (String path : List.of("/mcp", "/message?sessionId=none")) {
+            HttpResponse<String> r = post(path, "Bearer alice-token", null, body);
+            String b = r.body();
+            assertFalse(b.contains("Exception") || b.contains("stackTrace") || b.contains("at io.") || b.contains("tools.jackson")
+                    || b.contains("Tomcat"), name + " leaks internals: " + b);
+            if (!path.equals("/mcp")) continue; // the legacy endpoint refuses with 400/404/413, answers travel on its stream
+            assertEquals(status, r.statusCode(), b);
+            JsonNode e = McpBridge.JSON.readTree(b);
+            assertEquals("2.0", e.path("jsonrpc").asString(), b);
+            if (code != null) assertEquals(code.intValue(), e.path("error").path("code").asInt(), b);
+            assertTrue(e.path("error").path("message").asString().contains(reason), b);
+        }
+        // and the server still serves a real client
+        try (McpBridge mcp = client("alice-token")) {
+            assertTrue(ok(mcp, "list_workspaces", Map.of()).has("workspaces"));
+        }
+    }
+
+    /**
+     * Found by JsonRpcFuzzE2eTest: the SDK answered a response to an unknown id with 500 (and threw on the null result),
+     * and answered a roots change by asking a client that had no stream open for its roots (500).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}", "{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":null}",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}"})
+    void responseOrRootsChangeFromTheClient_isNeverAServerError(String body) throws Exception {
+        HttpResponse<String> r = post("/mcp", "Bearer alice-token", null, body);
+        assertTrue(r.statusCode() == 202 || r.statusCode() == 400, r.statusCode() + " " + r.body());
+        assertFalse(r.body().contains("Exception"), r.body());
+    }
+
     @Test
     void jwt_validWorks_wrongAudienceIssuerExpiryOrSignature_is401() throws Exception {
         String aud = server.url("");

@@ -28,11 +28,16 @@ final class McpBridge implements AutoCloseable {
     private final BufferedReader out;
 
     private McpBridge(List<String> cmd) throws IOException {
+        this(cmd, Map.of());
+    }
+
+    private McpBridge(List<String> cmd, Map<String, String> env) throws IOException {
         if (!Files.isDirectory(NODE_DIR.resolve("node_modules/@modelcontextprotocol/sdk"))) {
             throw new IllegalStateException("the MCP TypeScript SDK is not installed: run `npm ci --prefix " + NODE_DIR + "`");
         }
-        process = new ProcessBuilder(cmd).directory(NODE_DIR.toFile())
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(NODE_DIR.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().putAll(env);
+        process = pb.start();
         in = process.getOutputStream();
         out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
     }
@@ -43,6 +48,16 @@ final class McpBridge implements AutoCloseable {
                 "--home", home.toString()));
         cmd.addAll(List.of(extra));
         return new McpBridge(cmd);
+    }
+
+    /**
+     * A bridge whose client spawns {@code command} as a client config would, with {@code env} added to the bridge's
+     * environment (the TypeScript client passes only PATH, HOME and a few others on to the server).
+     */
+    static McpBridge stdioCommand(List<String> command, Map<String, String> env) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("node", "bridge.mjs", "stdio"));
+        cmd.addAll(command);
+        return new McpBridge(cmd, env);
     }
 
     /** A bridge whose client speaks Streamable HTTP to {@code url}, with a bearer token when not null. */

@@ -50,7 +50,7 @@ class SecretsE2eTest {
                 {"egress": {
                    "allow": [{"host": "localhost", "ports": [443, %d]}],
                    "tls": {"upstreamTrust": ["%s"], "ports": [443, %d]},
-                   "secrets": {"gitlab": {"env": "GITLAB_TOKEN", "hosts": ["localhost"], "fromFile": "%s"}},
+                   "secrets": {"gitlab": {"env": "GITLAB_TOKEN", "hosts": ["localhost"], "headers": ["PRIVATE-TOKEN", "Authorization"], "fromFile": "%s"}},
                    "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
                 """.formatted(port, root, port, secret);
         Path cfg = dir.resolve("berth.json");

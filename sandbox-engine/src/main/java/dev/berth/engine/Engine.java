@@ -141,7 +141,7 @@ public final class Engine implements AutoCloseable {
             RunResult r;
             ws.journal.started(runId, "run", req.command());
             try {
-                r = runner.run(ws, sandbox, req, listener, creds.injected());
+                r = runner.run(ws, sandbox, req, listener, creds.injected(), egress);
             } catch (EngineException e) {
                 evidence.runFailed(ws, runId, t0, e);
                 throw e;
@@ -170,6 +170,7 @@ public final class Engine implements AutoCloseable {
 
     /** Starts a command in the background and returns at once; read its output with {@link #process}. */
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
+        Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             synchronized (ws.processes) {
                 ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);
@@ -183,10 +184,12 @@ public final class Engine implements AutoCloseable {
             evidence.runStarting(ws, bp.id, req, true);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
             evidence.credentialsMinted(ws, bp.id, creds.bindings());
+            WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels
             ws.journal.started(bp.id, "background", req.command());
             try {
-                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected()));
+                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected(), egress));
             } catch (EngineException | RuntimeException e) {
+                ws.egress.end(egress);
                 ws.journal.ended(bp.id);
                 creds.revoke();
                 evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
@@ -195,6 +198,7 @@ public final class Engine implements AutoCloseable {
             }
             // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
             bp.onEnd(() -> {
+                ws.egress.end(egress);
                 creds.revoke();
                 evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
                 ws.journal.ended(bp.id);

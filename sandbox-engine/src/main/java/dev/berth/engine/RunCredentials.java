@@ -81,7 +81,7 @@ final class RunCredentials {
                 }
             }
         }
-        boolean trust = !ws.secrets.isEmpty() && config.egress() != null;
+        boolean trust = config.egress() != null && (!ws.secrets.isEmpty() || config.egress().proxy().interceptsForEveryWorkspace());
         Map<String, String> defaults = trust ? TrustBundle.environment() : Map.of();
         var configured = bindings();
         List<String> names = new ArrayList<>();

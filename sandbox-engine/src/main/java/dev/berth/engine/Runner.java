@@ -95,21 +95,33 @@ final class Runner {
         }
     }
 
-    /** Starts a background command; its output goes to {@code sink}. */
-    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected) throws EngineException {
-        return launch(sandbox, prepare(ws, req, true, injected), sink);
+    /** Maps the exec's channel to its run as soon as the agent reports it started, before any of its tunnels arrive. */
+    private static ExecListener attributed(Workspace ws, WorkspaceEgress.RunEgress egress, ExecListener sink) {
+        if (egress == null) return sink;
+        return new ExecListener() {
+            @Override public void onStdout(byte[] data) { sink.onStdout(data); }
+            @Override public void onStderr(byte[] data) { sink.onStderr(data); }
+            @Override public void onStarted(int channel) { ws.egress.bind(egress, channel); }
+        };
     }
 
-    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected) throws EngineException {
+    /** Starts a background command; its output goes to {@code sink}; its tunnels belong to {@code egress}. */
+    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected, WorkspaceEgress.RunEgress egress)
+            throws EngineException {
+        return launch(sandbox, prepare(ws, req, true, injected), attributed(ws, egress, sink));
+    }
+
+    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected, WorkspaceEgress.RunEgress egress)
+            throws EngineException {
         Prepared prep = prepare(ws, req, false, injected);
         int timeout = prep.timeout();
         int maxOut = prep.maxOut();
         BoundedOutput out = new BoundedOutput(maxOut);
         BoundedOutput err = new BoundedOutput(maxOut);
-        ExecListener sink = new ExecListener() {
+        ExecListener sink = attributed(ws, egress, new ExecListener() {
             @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
             @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
-        };
+        });
         var before = fingerprint(sandbox);
         long t0 = System.nanoTime();
         ExecHandle h = launch(sandbox, prep, sink);

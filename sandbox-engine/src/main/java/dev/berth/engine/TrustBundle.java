@@ -57,7 +57,7 @@ final class TrustBundle {
             }
         }
         if (sb.length() > 0 && sb.charAt(sb.length() - 1) != '\n') sb.append('\n');
-        sb.append("# Berth egress proxy (TLS interception for secret-bound hosts only)\n").append(caPem);
+        sb.append("# Berth egress proxy (TLS interception for secret-bound and registry-rule hosts only)\n").append(caPem);
         if (!caPem.endsWith("\n")) sb.append('\n');
         return sb.toString().getBytes(StandardCharsets.US_ASCII);
     }
@@ -71,6 +71,9 @@ final class TrustBundle {
         env.put("GIT_SSL_CAINFO", BUNDLE_FILE);
         env.put("PIP_CERT", BUNDLE_FILE);
         env.put("NODE_EXTRA_CA_CERTS", CA_FILE);
+        // npm's proxy agent hands its own `ca` to TLS and so ignores NODE_EXTRA_CA_CERTS through a proxy (seen with npm
+        // 11 / node 20: SELF_SIGNED_CERT_IN_CHAIN); its cafile is the whole bundle, so public registries still verify
+        env.put("NPM_CONFIG_CAFILE", BUNDLE_FILE);
         return env;
     }
 }

@@ -17,12 +17,16 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * Connects a workspace's egress tunnels (what a process inside sent to the agent's proxy port) to the egress proxy,
- * with the workspace's policy, and hands every decision to the runs active at that moment so each run result can list
- * what it was refused (and its receipt what it was allowed).
+ * each under the run that opened it, so each run result lists what it was refused (and its receipt what it was
+ * allowed) and a run's placeholders work only on its own connections.
  *
- * <p>Runs share one sandbox and one uid, so a connection cannot be attributed to one run with certainty. A run that
- * narrows the policy therefore narrows it for the whole workspace while it is active (never widening anything), and
- * a denial is reported to every run active when it happened. Thread-safe.
+ * <p>The agent attributes every tunnel to the EXEC whose process tree opened it (agent protocol: TUNNEL_OPEN
+ * {@code exec}); the runner maps that channel to its run ({@link #bind}) when the agent reports the process started.
+ * An attributed connection gets the workspace policy narrowed by its own run's {@code egress} (background runs
+ * included), the run's id (the proxy honours only that run's placeholders on it) and its denials. A connection the
+ * agent could not attribute (a daemon that left its run's session and parent chain) gets the workspace policy
+ * narrowed by every active run, no run id (so no placeholder is honoured on it), and its denials go to every active
+ * run, since it could be any of them. Thread-safe.
  */
 final class WorkspaceEgress implements TunnelHandler {
     private final EgressProxy proxy;  // null: no egress configured
@@ -30,6 +34,8 @@ final class WorkspaceEgress implements TunnelHandler {
     private final Policy policy;
     private final java.util.Set<String> secrets;
     private final List<RunEgress> active = new CopyOnWriteArrayList<>();
+    /** EXEC channel of the current agent session -> its run, while the run is active. */
+    private final Map<Integer, RunEgress> byExec = new java.util.concurrent.ConcurrentHashMap<>();
     /** Egress connections open right now: an open connection counts as activity for the idle policy. */
     private final java.util.concurrent.atomic.AtomicInteger open = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -62,6 +68,7 @@ final class WorkspaceEgress implements TunnelHandler {
     static final class RunEgress {
         final String runId;
         final Policy narrowing;
+        volatile int execChannel;
         private final Map<String, EgressDenial> denied = new LinkedHashMap<>();
         private final Map<String, Long> allowed = new java.util.TreeMap<>();
 
@@ -89,7 +96,17 @@ final class WorkspaceEgress implements TunnelHandler {
         return r;
     }
 
-    void end(RunEgress r) { active.remove(r); }
+    void end(RunEgress r) {
+        active.remove(r);
+        if (r.execChannel != 0) byExec.remove(r.execChannel, r);
+    }
+
+    /** The run's process started on EXEC channel {@code channel}: tunnels its tree opens belong to {@code r}. */
+    void bind(RunEgress r, int channel) {
+        if (r == null || !active.contains(r)) return;
+        r.execChannel = channel;
+        byExec.put(channel, r);
+    }
 
     /** The workspace policy narrowed by every active run's narrowing. */
     Policy effective() {
@@ -106,9 +123,11 @@ final class WorkspaceEgress implements TunnelHandler {
             tunnel.reset(why);
             return NO_SINK;
         }
-        List<RunEgress> runs = List.copyOf(active);
-        String runId = runs.size() == 1 ? runs.get(0).runId : null;
-        EgressContext ctx = new EgressContext(workspaceId, runId, effective(), this::onDecision, secrets);
+        RunEgress owner = tunnel.execChannel() == 0 ? null : byExec.get(tunnel.execChannel());
+        EgressContext ctx = owner != null
+                ? new EgressContext(workspaceId, owner.runId, owner.narrowing == null ? policy : policy.narrow(owner.narrowing),
+                        d -> { if (d.allowed()) owner.allow(d.host(), d.port()); else owner.add(d.host(), d.port(), d.reason()); }, secrets)
+                : new EgressContext(workspaceId, null, effective(), this::onDecision, secrets);
         ProxyConnection conn = proxy.attach(ctx, new ClientSink() {
             @Override public void write(ByteBuffer toClient) {
                 ByteBuffer copy = ByteBuffer.allocate(toClient.remaining());
@@ -130,6 +149,7 @@ final class WorkspaceEgress implements TunnelHandler {
         };
     }
 
+    /** A decision on a connection no run could be attributed: every active run hears of a denial. */
     private void onDecision(Decision d) {
         if (d.allowed()) {
             for (RunEgress r : active) r.allow(d.host(), d.port());

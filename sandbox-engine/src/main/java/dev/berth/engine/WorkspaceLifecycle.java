@@ -325,10 +325,10 @@ final class WorkspaceLifecycle {
 
     // ---------------------------------------------------------------- helpers
 
-    /** Wires a freshly started sandbox: its egress tunnels, and the proxy's CA when the workspace has secrets. */
+    /** Wires a freshly started sandbox: its egress tunnels, and the proxy's CA when the proxy intercepts for it. */
     private void connect(Workspace ws) throws EngineException {
         ws.sandbox.agent().setTunnelHandler(ws.egress);
-        if (!ws.secrets.isEmpty() && config.egress() != null) {
+        if (config.egress() != null && (!ws.secrets.isEmpty() || config.egress().proxy().interceptsForEveryWorkspace())) {
             TrustBundle.install(ws.sandbox.agent(), config.egress().proxy().caCertificatePem());
         }
     }

@@ -74,6 +74,56 @@ class EgressEndToEndTest {
     }
 
     @Test
+    void hostlessDenials_bareGetAndHttp2Preface_reportedWithNullHost_resultKept() throws Exception {
+        // bytes that name no host: an origin-form GET straight to the proxy port, and HTTP/2 prior knowledge
+        RunResult r = sh("curl -s --max-time 20 --noproxy '*' -o /dev/null -w '%{http_code}' http://127.0.0.1:3128/; echo;"
+                + " curl -s --max-time 20 --noproxy '*' --http2-prior-knowledge http://127.0.0.1:3128/ >/dev/null; echo done; exit 3");
+        assertEquals(3, r.exitCode(), r.toString());
+        assertTrue(r.stdout().startsWith("400\n") && r.stdout().endsWith("done\n"), r.toString());
+        assertEquals(2, r.egressDenied().size(), r.toString());
+        for (EgressDenial d : r.egressDenied()) {
+            assertEquals(null, d.host(), d.toString());
+            assertEquals(0, d.port(), d.toString());
+            assertTrue(d.reason() != null && !d.reason().isBlank(), d.toString());
+        }
+    }
+
+    ProcessStatus waitFor(ProcessStatus p) throws EngineException {
+        ProcessStatus s = engine.process(Tenant.LOCAL, ws, p.process(), 0L, 0L, 30, null, 65536);
+        StringBuilder out = new StringBuilder(s.stdout());
+        for (int i = 0; i < 10 && s.running(); i++) {
+            s = engine.process(Tenant.LOCAL, ws, p.process(), null, null, 30, null, 65536);
+            out.append(s.stdout());
+        }
+        return new ProcessStatus(s.process(), s.workspace(), s.pid(), s.command(), s.running(), s.exitCode(), s.signal(), s.timedOut(),
+                out.toString(), s.stderr(), s.stdoutFrom(), s.stdoutNext(), s.stderrFrom(), s.stderrNext(), s.stdoutDropped(),
+                s.stderrDropped(), s.durationMs(), s.note());
+    }
+
+    @Test
+    void backgroundRunNarrowing_appliesToItsOwnConnections() throws Exception {
+        ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}'"
+                + " http://allowed.test:" + port + "/bg", null, Map.of(), null, null, null, List.of("also.test:" + port), null));
+        ProcessStatus done = waitFor(bg);
+        assertEquals("403", done.stdout(), done.toString());
+        // the narrowing was the background run's own: a foreground run meanwhile and afterwards is not narrowed by it
+        assertEquals("hello from upstream /fg", sh("curl -sS --max-time 20 http://allowed.test:" + port + "/fg").stdout());
+    }
+
+    @Test
+    void denialOfABackgroundRun_isNotReportedToAConcurrentForegroundRun() throws Exception {
+        sh("rm -f /workspace/bg-denied");
+        ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "curl -s --max-time 20 -o /dev/null -w '%{http_code}'"
+                + " http://denied.test:" + port + "/ > /workspace/bg-denied.tmp; mv /workspace/bg-denied.tmp /workspace/bg-denied",
+                null, Map.of(), null, null, null));
+        // the foreground run is active while the background run is denied: it waits for that to have happened
+        RunResult fg = sh("while [ ! -s /workspace/bg-denied ]; do sleep 0.05; done; cat /workspace/bg-denied");
+        assertEquals("403", fg.stdout(), fg.toString());
+        assertEquals(List.of(), fg.egressDenied(), "another run's denial was attributed to this run");
+        waitFor(bg);
+    }
+
+    @Test
     void runNarrowing_cannotWidenAndNarrowsWhileActive() throws Exception {
         RunResult narrowed = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 20 http://allowed.test:" + port + "/",
                 null, Map.of(), null, null, null, List.of("also.test:" + port)), OutputListener.NONE);

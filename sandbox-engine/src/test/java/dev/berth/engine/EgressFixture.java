@@ -58,6 +58,13 @@ public final class EgressFixture {
         return new EgressSettings(start(cfg, caDir, audit), cfg.ceiling(), cfg.secrets());
     }
 
+    /** A started egress proxy with one registry rule (intercepted, read-only), TLS also on {@code tlsPort}. */
+    public static EgressSettings registryProxy(List<String> entries, int tlsPort, Path trustedRoot, dev.berth.proxy.RegistryRule rule) {
+        ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).tlsPorts(java.util.Set.of(443, tlsPort))
+                .unsafeAllowLoopbackUpstreams(true).upstreamTrustFiles(List.of(trustedRoot)).registryRule(rule).build();
+        return new EgressSettings(start(cfg, null), cfg.ceiling());
+    }
+
     private static EgressProxy start(ProxyConfig cfg, Path caDir) {
         return start(cfg, caDir, dev.berth.proxy.AuditSink.discard());
     }

@@ -98,6 +98,19 @@ class SecretBindingTest {
     }
 
     @Test
+    void placeholderInUrl_refusedWithReason_realValueNeverEchoedIntoTheWorkspace() throws Exception {
+        String ws = open(List.of("gh"));
+        // the upstream echoes the request path: before issue 16 the proxy swapped the placeholder there too
+        RunResult r = sh(ws, "curl -sS --max-time 20 -w ' %{http_code}' " + url("api.cred.test", "/echo/$GH_TOKEN"));
+        assertFalse(r.stdout().contains(REAL) || r.stderr().contains(REAL), r.toString());
+        assertTrue(r.stdout().endsWith(" 403"), r.toString());
+        assertEquals(1, r.egressDenied().size(), r.toString());
+        assertTrue(r.egressDenied().get(0).reason().startsWith("credential placeholder in the request target is refused, never swapped"),
+                r.egressDenied().toString());
+        assertEquals(List.of(), r.secretsUsed());
+    }
+
+    @Test
     void placeholderIsRevokedWhenItsRunReturns() throws Exception {
         String ws = open(List.of("gh"));
         sh(ws, "printf %s \"$GH_TOKEN\" > /workspace/stolen");
@@ -174,6 +187,26 @@ class SecretBindingTest {
         RunResult after = sh(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/bg-token)\" "
                 + url("api.cred.test", "/after"), List.of());
         assertEquals("403", after.stdout(), after.toString());
+    }
+
+    @Test
+    void anotherRunsPlaceholder_readFromProcEnviron_refusedWithReason_noSecretUsed() throws Exception {
+        String ws = open(List.of("gh"));
+        // run A (background) holds a placeholder in its environment; it waits until run B has tried
+        ProcessStatus a = engine.startBackground(Tenant.LOCAL, new RunRequest(ws,
+                "while [ ! -e /workspace/b-done ]; do sleep 0.05; done", null, Map.of(), null, null, null));
+        // run B has no credentials of its own, reads A's placeholder from /proc and sends it to the bound host
+        RunResult b = sh(ws, "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null | sed -n 's/^GH_TOKEN=//p'; done"
+                + " | head -1 > /workspace/stolen; test -s /workspace/stolen || echo nothing-to-steal;"
+                + " curl -sS --max-time 20 -o /dev/stderr -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/stolen)\" "
+                + url("api.cred.test", "/steal") + "; touch /workspace/b-done", List.of());
+        assertEquals("403", b.stdout(), b.toString());
+        assertEquals(1, b.egressDenied().size(), b.toString());
+        String why = b.egressDenied().get(0).reason();
+        assertTrue(why.startsWith("credential placeholder was minted for run '" + a.process() + "'; this connection belongs to run 'run-"), why);
+        assertEquals(List.of(), b.secretsUsed());
+        ProcessStatus done = engine.process(Tenant.LOCAL, ws, a.process(), 0L, 0L, 30, null, 65536);
+        assertTrue(!done.running(), done.toString());
     }
 
     @Test

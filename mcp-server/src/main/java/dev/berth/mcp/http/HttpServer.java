@@ -12,7 +12,7 @@ import org.apache.catalina.LifecycleException;
 import org.apache.catalina.Wrapper;
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.startup.Tomcat;
-import org.apache.catalina.valves.ErrorReportValve;
+import org.apache.catalina.core.StandardHost;
 import org.apache.tomcat.util.descriptor.web.FilterDef;
 import org.apache.tomcat.util.descriptor.web.FilterMap;
 
@@ -20,9 +20,9 @@ import org.apache.tomcat.util.descriptor.web.FilterMap;
  * One embedded Tomcat serving both MCP HTTP transports: Streamable HTTP at {@value #MCP} and the legacy HTTP+SSE
  * transport at {@value #SSE} + {@value #MESSAGE}, plus the protected resource metadata. Every request passes, in
  * order: Host/Origin validation (all paths), bearer authentication (MCP paths), session ownership (a session is
- * usable only by the tenant that opened it), the cancellation tap (MCP POSTs). {@value #METRICS} checks the operator's
- * scrape token itself.
- * Error pages carry a status line only: no stack trace, no server version.
+ * usable only by the tenant that opened it), the JSON-RPC guard (POSTs: size, depth, shape; SDK error bodies
+ * reworded), the cancellation tap (MCP POSTs). {@value #METRICS} checks the operator's scrape token itself. Error
+ * pages are a JSON status and reason ({@link JsonErrorValve}): no stack trace, no server version.
  */
 public final class HttpServer implements AutoCloseable {
     public static final String MCP = "/mcp";
@@ -31,8 +31,11 @@ public final class HttpServer implements AutoCloseable {
     public static final String RESOURCE_METADATA = "/.well-known/oauth-protected-resource";
     /** Prometheus exposition, for the operator's scrape token only; served when the config has a metrics section. */
     public static final String METRICS = "/metrics";
-    /** Largest JSON-RPC message accepted; tool inputs (commands, stdin) are well below it. */
-    public static final int MAX_BODY = 4 * 1024 * 1024;
+    /** Largest JSON-RPC message accepted, the same as on stdio; the tool schemas' inputs fit in it. */
+    public static final int MAX_BODY = dev.berth.mcp.jsonrpc.WireLimits.MAX_MESSAGE_BYTES;
+
+    /** Benchmark-only: serve without {@link JsonRpcGuard}, to measure what it costs ({@code TransportBench}). */
+    static final String UNHARDENED_PROPERTY = "berth.bench.unhardenedTransport";
 
     private final Tomcat tomcat = new Tomcat();
     private final Path baseDir;
@@ -54,10 +57,8 @@ public final class HttpServer implements AutoCloseable {
         connector.setThrowOnFailure(true); // a port in use must fail start(), not leave a server that never listens
         tomcat.setConnector(connector);
 
-        ErrorReportValve errors = new ErrorReportValve();
-        errors.setShowReport(false);
-        errors.setShowServerInfo(false);
-        tomcat.getHost().getPipeline().addValve(errors);
+        // Tomcat's own error pages (HTML, with stack traces for exceptions) give way to a JSON status and reason
+        ((StandardHost) tomcat.getHost()).setErrorReportValveClass(JsonErrorValve.class.getName());
 
         Context ctx = tomcat.addContext("", null);
         servlet(ctx, "mcp", streamable, MCP);
@@ -70,7 +71,12 @@ public final class HttpServer implements AutoCloseable {
         filter(ctx, "host-origin", new HostOriginFilter(config.http().allowedOrigins(), config.http().allowedHosts()), "/*");
         filter(ctx, "bearer-auth", new BearerAuthFilter(auth, resource + RESOURCE_METADATA), MCP, SSE, MESSAGE);
         filter(ctx, "session-owners", new SessionOwners(), MCP, SSE, MESSAGE);
-        filter(ctx, "cancellation-tap", new CancellationTap(cancellations, MAX_BODY), MCP, MESSAGE);
+        if (Boolean.getBoolean(UNHARDENED_PROPERTY)) {
+            System.err.println("berth: -D" + UNHARDENED_PROPERTY + " is set: no JSON-RPC guard in front of the SDK (benchmarks only)");
+        } else {
+            filter(ctx, "json-rpc-guard", new JsonRpcGuard(), MCP, MESSAGE);
+        }
+        filter(ctx, "cancellation-tap", new CancellationTap(cancellations), MCP, MESSAGE);
     }
 
     private static void servlet(Context ctx, String name, HttpServlet servlet, String... paths) {

@@ -68,8 +68,10 @@ public final class AgentClient implements AutoCloseable {
             c.agentCaps = (int) r.u32();
             c.agentName = r.str();
             r.end();
-            if (version != Protocol.VERSION)
-                throw new AgentException(0, "agent speaks protocol version " + version + ", this host speaks " + Protocol.VERSION);
+            // Version 1 differs only in TUNNEL_OPEN (no exec): still spoken, so a microVM parked or adopted with an
+            // older agent in its memory keeps working; its tunnels are attributed to no run (no placeholder honoured).
+            if (version != Protocol.VERSION && version != 1)
+                throw new AgentException(0, "agent speaks protocol version " + version + ", this host speaks " + Protocol.VERSION + " (and 1)");
             return c;
         } catch (IOException | RuntimeException e) {
             c.close();
@@ -354,6 +356,8 @@ public final class AgentClient implements AutoCloseable {
         int chan = f.chan();
         switch (f.type()) {
             case Protocol.HELLO -> {
+                // the tunnel router must know the agent's version before the first TUNNEL_OPEN that follows on this thread
+                if (f.payload().length >= 2) tunnels.agentVersion((f.payload()[0] & 0xff) << 8 | (f.payload()[1] & 0xff));
                 if (!hello.complete(f)) throw new ProtocolException("unexpected second HELLO");
                 return;
             }

@@ -28,6 +28,11 @@ final class ExecChannel implements ExecHandle {
                 int pid = r.i32();
                 r.end();
                 if (started.isDone()) throw new ProtocolException("second STARTED on channel " + chan);
+                try {
+                    listener.onStarted(chan);
+                } catch (RuntimeException e) {
+                    System.getLogger(ExecChannel.class.getName()).log(System.Logger.Level.WARNING, "exec listener failed on STARTED", e);
+                }
                 started.complete(pid);
                 return false;
             }
@@ -62,6 +67,9 @@ final class ExecChannel implements ExecHandle {
 
     @Override
     public int pid() { return started.join(); }
+
+    @Override
+    public int channel() { return chan; }
 
     @Override
     public void writeStdin(byte[] data) throws IOException {

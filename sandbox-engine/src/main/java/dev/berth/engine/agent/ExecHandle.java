@@ -7,6 +7,8 @@ import java.util.concurrent.CompletableFuture;
 public interface ExecHandle {
     /** Guest pid of the started process. */
     int pid();
+    /** The protocol channel of this EXEC: egress tunnels its process tree opens carry it ({@link Tunnel#execChannel()}). */
+    int channel();
     void writeStdin(byte[] data) throws IOException;
     void closeStdin() throws IOException;
     /** Sends {@code signo} to the whole process tree of this run. */

@@ -46,7 +46,7 @@ final class Protocol {
     static final int KIND_DIR = 0x64;
     static final int KIND_LINK = 0x6c;
     static final int KIND_OTHER = 0x6f;
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final int MAX_PAYLOAD = 1048576;
 
     /** Bytes before the payload: u32 len, u8 type, u32 chan. */

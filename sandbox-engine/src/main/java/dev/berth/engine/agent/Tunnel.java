@@ -6,6 +6,11 @@ import java.nio.ByteBuffer;
 public interface Tunnel {
     /** Port inside the sandbox the client connected to. */
     int port();
+    /**
+     * The EXEC channel whose process tree opened this connection ({@link ExecHandle#channel()}, this session), or 0
+     * when the agent could not attribute it (a daemon that left its run's session and parent chain).
+     */
+    int execChannel();
     /** Sends bytes to the client inside the sandbox (DATA). */
     void write(ByteBuffer data);
     /** No more bytes for the client (CLOSE, half close). */

@@ -12,12 +12,14 @@ final class TunnelChannel implements Tunnel {
     private final Executor writer;
     final int chan;
     private final int port;
+    private final int exec;
     volatile Sink sink;
     private boolean localClosed;   // guarded by this
     private boolean remoteClosed;  // guarded by this
     private boolean done;          // guarded by this
 
-    TunnelChannel(AgentClient client, Executor writer, int chan, int port) {
+    TunnelChannel(AgentClient client, Executor writer, int chan, int port, int exec) {
+        this.exec = exec;
         this.client = client;
         this.writer = writer;
         this.chan = chan;
@@ -26,6 +28,9 @@ final class TunnelChannel implements Tunnel {
 
     @Override
     public int port() { return port; }
+
+    @Override
+    public int execChannel() { return exec; }
 
     /** The executor is shut down with the client; a write after that is a write to a dead connection: dropped. */
     private void submit(Runnable r) {

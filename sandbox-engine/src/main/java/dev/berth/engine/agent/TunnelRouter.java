@@ -20,6 +20,11 @@ final class TunnelRouter {
 
     void setHandler(TunnelHandler handler) { this.handler = handler; }
 
+    /** Protocol version the agent announced (1: TUNNEL_OPEN carries no exec). Set on the reader thread at HELLO. */
+    private int agentVersion = Protocol.VERSION;
+
+    void agentVersion(int v) { this.agentVersion = v; }
+
     void forget(int chan) { tunnels.remove(chan); }
 
     /** One frame on an agent channel (reader thread). */
@@ -28,8 +33,9 @@ final class TunnelRouter {
         PayloadReader r = new PayloadReader(f);
         if (f.type() == Protocol.TUNNEL_OPEN) {
             int port = r.u16();
+            int exec = agentVersion >= 2 ? r.i32() : 0;
             r.end();
-            open(chan, port);
+            open(chan, port, exec);
             return;
         }
         TunnelChannel t = tunnels.get(chan);
@@ -59,8 +65,8 @@ final class TunnelRouter {
         }
     }
 
-    private void open(int chan, int port) throws ProtocolException {
-        TunnelChannel t = new TunnelChannel(client, writer, chan, port);
+    private void open(int chan, int port, int exec) throws ProtocolException {
+        TunnelChannel t = new TunnelChannel(client, writer, chan, port, exec);
         if (tunnels.putIfAbsent(chan, t) != null) throw new ProtocolException("TUNNEL_OPEN on channel 0x" + Integer.toHexString(chan) + " already open");
         TunnelHandler h = handler;
         Tunnel.Sink sink = null;

@@ -74,14 +74,34 @@ class AgentClientHostileAgentTest {
     }
 
     @Test
+    void versionOneAgent_stillSpoken_itsTunnelsAttributedToNoRun() throws Exception {
+        AgentClient client = handshake(1);
+        java.util.concurrent.BlockingQueue<int[]> opened = new java.util.concurrent.LinkedBlockingQueue<>();
+        client.setTunnelHandler(t -> {
+            opened.add(new int[] {t.port(), t.execChannel()});
+            return new Tunnel.Sink() {
+                @Override public void onData(java.nio.ByteBuffer data) { }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).toBytes()); // BAP/1: no exec field
+        int[] t = opened.poll(5, TimeUnit.SECONDS);
+        assertEquals(3128, t[0]);
+        assertEquals(0, t[1]);
+        assertTrue(client.isOpen());
+        client.close();
+    }
+
+    @Test
     void handshake_versionMismatch_failsAndCloses() {
-        AgentException e = assertThrows(AgentException.class, () -> handshake(2));
-        assertTrue(e.getMessage().contains("version 2"), e.getMessage());
+        AgentException e = assertThrows(AgentException.class, () -> handshake(3));
+        assertTrue(e.getMessage().contains("agent speaks protocol version 3, this host speaks 2 (and 1)"), e.getMessage());
     }
 
     @Test
     void frame_oversizedLen_failsPendingCallsAndClosesBeforeAllocating() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<FileChunk> read = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.readFile("/x", 0, 10);
@@ -101,7 +121,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void fileList_countLargerThanPayload_isAProtocolViolation() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<List<FileEntry>> list = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.listFiles("/");
@@ -118,7 +138,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void connectionLost_failsExitOfRunningExec() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
@@ -139,7 +159,7 @@ class AgentClientHostileAgentTest {
 
     @Test
     void stdoutBeforeStarted_isAProtocolViolation() throws Exception {
-        AgentClient client = handshake(1);
+        AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
             try {
                 return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());

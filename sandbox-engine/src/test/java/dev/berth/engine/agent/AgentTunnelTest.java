@@ -90,6 +90,52 @@ class AgentTunnelTest {
         assertTrue(client.isOpen());
     }
 
+    /** Records which EXEC each tunnel was attributed to, and resets it. */
+    private BlockingQueue<Integer> recordExecs() {
+        BlockingQueue<Integer> execs = new LinkedBlockingQueue<>();
+        client.setTunnelHandler(tunnel -> {
+            execs.add(tunnel.execChannel());
+            tunnel.reset("seen");
+            return new Tunnel.Sink() {
+                @Override public void onData(ByteBuffer data) { }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        return execs;
+    }
+
+    private ExecHandle sh(String script) throws IOException {
+        return client.exec(new ExecRequest(java.util.List.of("/bin/sh", "-c", script), java.util.List.of("PATH=/usr/bin:/bin"), "/",
+                20_000, false), new ExecListener() {
+            @Override public void onStdout(byte[] data) { }
+            @Override public void onStderr(byte[] data) { }
+        });
+    }
+
+    @Test
+    void tunnelOpen_namesTheExecWhoseProcessTreeConnected_zeroForOutsidersAndDaemonsThatLeft() throws Exception {
+        BlockingQueue<Integer> execs = recordExecs();
+        int p = agent.proxyPort;
+        try (Socket s = connect()) {
+            assertEquals(0, execs.poll(5, TimeUnit.SECONDS), "a connection from outside every run");
+        }
+        // a grandchild of the run's started process connects
+        ExecHandle run = sh("bash -c 'bash -c \"exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1\"'");
+        assertEquals(run.channel(), execs.poll(5, TimeUnit.SECONDS));
+        run.exit().get(20, TimeUnit.SECONDS);
+        // a daemon that left the run's session and parent chain (setsid -f double-forks) is nobody's
+        ExecHandle daemon = sh("setsid -f bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1'; sleep 2");
+        assertEquals(0, execs.poll(5, TimeUnit.SECONDS));
+        daemon.exit().get(20, TimeUnit.SECONDS);
+        // a child that only changed its environment marker is still judged by its tree: the marker is forgeable
+        ExecHandle other = sh("sleep 5");
+        ExecHandle forger = sh("BERTH_RUN=forged-" + other.channel() + " bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1'");
+        assertEquals(forger.channel(), execs.poll(5, TimeUnit.SECONDS));
+        forger.exit().get(20, TimeUnit.SECONDS);
+        other.signal(9);
+    }
+
     @Test
     void tunnel_hostReset_clientSeesAbort() throws Exception {
         installEcho();

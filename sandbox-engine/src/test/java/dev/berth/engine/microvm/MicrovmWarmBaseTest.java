@@ -51,7 +51,11 @@ class MicrovmWarmBaseTest {
         }
         b = driver.start(fresh("ws-warm-b"));
         String spec = Files.readString(root.resolve("ws-warm-b/state/vm.json"));
-        assertTrue(spec.contains("/bases/"), "the second workspace maps the base's RAM copy-on-write: " + spec);
+        assertTrue(spec.contains("\"memPath\":\"ram\"") && spec.contains("\"memShared\":true"),
+                "the second workspace owns a copy of the base's RAM (so it parks like a booted machine): " + spec);
+        String disk = ImageBuilder.run(java.util.List.of("qemu-img", "info", "-U", "--output=json",
+                root.resolve("ws-warm-b/state/data.qcow2").toString()), 30);
+        assertTrue(disk.contains("/bases/"), "its disk is an overlay on the base's: " + disk);
 
         assertEquals(0, Guest.sh(a.agent(), "echo only-a > /workspace/mine").exit().exitCode());
         assertEquals("", Guest.sh(b.agent(), "cat /workspace/mine 2>/dev/null; true").out());

@@ -1,0 +1,22 @@
+package dev.berth.mcp;
+
+import dev.berth.engine.EgressDenial;
+import dev.berth.engine.RunResult;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 16, finding 3: hostile code must not be able to erase a run's result. A denial that names no host (a bare
+ * GET to the proxy, a bad CONNECT port, an HTTP/2 preface, a header timeout) used to make the whole run result break
+ * its output schema, so the agent lost stdout, the exit code and the egress_denied list.
+ */
+class RunResultSchemaTest {
+    @Test
+    void runResult_withHostlessDenial_isValidAgainstTheRunOutputSchema() {
+        RunResult r = new RunResult("ws-1", 7, 0, "out", "err", 3, 3, false, false, 12, false, false, null, List.of(),
+                List.of(new EgressDenial(null, 0, "request target '/' is not absolute-form (a proxy needs http://host/...)", 1),
+                        new EgressDenial("denied.test", 80, "host 'denied.test' matches no allowlist entry", 2)),
+                List.of(), null, null, null, null, null, null, null);
+        SchemaCheck.assertValid("run", McpBridge.JSON.valueToTree(Results.run(r)));
+    }
+}
