@@ -75,6 +75,23 @@ public abstract class AbstractEscapeTest {
         if (home != null) dev.berth.engine.spi.Trees.delete(home);
     }
 
+    /**
+     * Every case starts on a sandbox that answers. An exhaustion case may take the whole sandbox down where the level
+     * works that way (gVisor's Sentry dies of a fork bomb or a balloon, sometimes a moment after the run returned);
+     * the next call then restarts the workspace, which is what this waits for.
+     */
+    @org.junit.jupiter.api.BeforeEach
+    void workspaceAnswers() throws Exception {
+        if (engine == null) return;
+        for (int attempt = 0; ; attempt++) {
+            try {
+                if (run(ws, "true", 60).exitCode() == 0) return;
+            } catch (EngineException e) {
+                if (attempt >= 3 || !e.getMessage().contains("lost contact")) throw e;
+            }
+        }
+    }
+
     protected RunResult run(String workspace, String cmd, int timeoutS) throws EngineException {
         return engine.run(Tenant.LOCAL, new RunRequest(workspace, cmd, null, Map.of(), timeoutS, null, null), OutputListener.NONE);
     }
