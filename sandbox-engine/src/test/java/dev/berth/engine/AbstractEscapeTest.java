@@ -260,6 +260,8 @@ public abstract class AbstractEscapeTest {
     @Test
     void forkBomb_containedAndGoneAfterTheRun() throws Exception {
         assumeEnforced("pids");
+        // a case that may take its whole sandbox down (gVisor) gets a workspace of its own
+        String victim = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id();
         // the server's descendants (every sandbox is one) measure the bomb; the host-wide count also moves with
         // whatever else runs on this machine and is printed for the record
         int before = serverProcesses();
@@ -276,7 +278,7 @@ public abstract class AbstractEscapeTest {
         });
         String outcome;
         try {
-            outcome = run(ws, "bomb() { bomb | bomb & }; bomb; sleep 3", 8).toString();
+            outcome = run(victim, "bomb() { bomb | bomb & }; bomb; sleep 3", 8).toString();
         } catch (EngineException e) {
             outcome = "the sandbox died: " + e.getMessage(); // gVisor: the Sentry panics when its host tasks run out
         } finally {
@@ -288,23 +290,26 @@ public abstract class AbstractEscapeTest {
                 info.isolation(), LIMITS.maxPids(), before, peak.get(), after, hostBefore, hostPeak.get(),
                 outcome.length() > 100 ? outcome.substring(0, 100) : outcome);
         assertTrue(peak.get() - before <= LIMITS.maxPids() + 16, "peak " + peak.get() + " from " + before + ": " + outcome);
-        assertEquals("alive\n", run(ws, "echo alive", 20).stdout(), "the workspace recovers after the bomb's run");
+        assertEquals("alive\n", run(victim, "echo alive", 20).stdout(), "the workspace recovers after the bomb's run");
         assertTrue(after <= before + 4, "the bomb outlived its run: " + before + " -> " + after + " processes");
+        engine.closeWorkspace(Tenant.LOCAL, victim, true);
     }
 
     @Test
     void memoryBalloon_killedAtTheLimit_workspaceSurvives() throws Exception {
         assumeEnforced("memory");
+        String victim = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id();
         String outcome;
         try {
-            RunResult r = sh("python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'");
+            RunResult r = run(victim, "python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'", 60);
             assertNotEquals(0, r.exitCode(), "600 MiB allocated despite a 256 MiB limit: " + r);
             outcome = "the command was killed (exit " + r.exitCode() + ")";
         } catch (EngineException e) {
             outcome = "the sandbox died: " + e.getMessage(); // gVisor: the host OOM killer takes the Sentry
         }
         System.out.printf("[%s] memory balloon of 600 MiB with a 256 MiB limit: %s%n", info.isolation(), outcome);
-        assertEquals("alive\n", sh("echo alive").stdout(), "the workspace answers after the balloon");
+        assertEquals("alive\n", run(victim, "echo alive", 60).stdout(), "the workspace answers after the balloon");
+        engine.closeWorkspace(Tenant.LOCAL, victim, true);
     }
 
     @Test
