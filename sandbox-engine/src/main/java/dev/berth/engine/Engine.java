@@ -37,6 +37,7 @@ public final class Engine implements AutoCloseable {
     private final Snapshots snapshots;
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
+    private final ForkMany forks;
     private volatile boolean closed;
 
     private final HomeLock homeLock;
@@ -53,6 +54,7 @@ public final class Engine implements AutoCloseable {
         this.snapshots = new Snapshots(store, registry, evidence);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence);
         this.reaper = new IdleReaper(config, registry, lifecycle);
+        this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
 
     /**
@@ -88,6 +90,19 @@ public final class Engine implements AutoCloseable {
         ensureOpen();
         return lifecycle.open(tenant, req);
     }
+
+    /**
+     * Opens {@code count} workspaces from {@code req.fromSnapshot()}, started concurrently, all or nothing: each has
+     * its own id, host identity and run placeholders. {@code count} must be within 1..{@code limit} (the operator's
+     * limit; {@link #DEFAULT_FORK_LIMIT} when unset); more than one needs a snapshot and no name.
+     */
+    public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count, int limit) throws EngineException {
+        ensureOpen();
+        return forks.open(tenant, req, count, limit);
+    }
+
+    /** How many workspaces one {@link #openMany} call may open when the operator sets no limit. */
+    public static final int DEFAULT_FORK_LIMIT = ForkMany.DEFAULT_LIMIT;
 
     public ParkResult park(Tenant tenant, String ref) throws EngineException {
         ensureOpen();

@@ -65,6 +65,11 @@ final class WorkspaceLifecycle {
                 Optional<Workspace> existing = registry.byName(tenant, name);
                 if (existing.isPresent()) return reopen(tenant, existing.get(), req, lifecycle, driver);
             }
+            if (snap != null && !Files.isDirectory(store.snapshotDir(snap.id()))) {
+                // deleted between the look-up and now (delete renames under this lock, so it is gone or whole)
+                throw new EngineException(Kind.NOT_FOUND, "snapshot '" + snap.name() + "' was deleted while this workspace"
+                        + " was being opened; nothing was created. Take a new snapshot to fork from");
+            }
             long live = registry.live();
             if (live >= config.maxWorkspaces()) {
                 throw new EngineException(Kind.LIMIT, "cannot open another workspace: " + live + " are open (limit "
