@@ -52,14 +52,16 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     /**
      * When idle workspaces are parked or closed and ephemeral ones expire, in seconds (0 = never), and how many
      * workspaces may be live at once over all tenants. Absent fields keep Berth's defaults (park after 900 s idle,
-     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces); in {@code tenants.<id>.lifecycle}
+     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces, 16 forks per {@code open_workspace
+     * {count}}); in {@code tenants.<id>.lifecycle}
      * they keep the server-wide values. {@code ttl_s} applies to ephemeral workspaces only (see the engine's
      * LifecyclePolicy for why).
      */
     public record LifecycleConfig(@JsonProperty("idle_park_s") Long idleParkSeconds,
                                   @JsonProperty("idle_close_s") Long idleCloseSeconds,
                                   @JsonProperty("ttl_s") Long ttlSeconds,
-                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces) {
+                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces,
+                                  @JsonProperty("max_forks_per_open") Integer maxForksPerOpen) {
         dev.berth.engine.LifecyclePolicy over(dev.berth.engine.LifecyclePolicy base) {
             return base.with(idleParkSeconds, idleCloseSeconds, ttlSeconds);
         }
@@ -84,6 +86,12 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public int maxLiveWorkspaces() {
         return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES
                 : lifecycle.maxLiveWorkspaces();
+    }
+
+    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork. */
+    public dev.berth.engine.TemplateSettings templates() {
+        return lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT
+                : new dev.berth.engine.TemplateSettings(lifecycle.maxForksPerOpen());
     }
 
     /**
@@ -328,9 +336,15 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
             throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
         }
+        if (lifecycle != null && lifecycle.maxForksPerOpen() != null && lifecycle.maxForksPerOpen() < 1) {
+            throw new ConfigException(at + "lifecycle.max_forks_per_open must be >= 1, got " + lifecycle.maxForksPerOpen());
+        }
         for (var e : tenants.entrySet()) {
             LifecycleConfig tl = e.getValue() == null ? null : e.getValue().lifecycle();
             checkLifecycle(at, "tenants." + e.getKey() + ".lifecycle", tl);
+            if (tl != null && tl.maxForksPerOpen() != null) {
+                throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_forks_per_open is server-wide; set it in lifecycle");
+            }
             if (tl != null && tl.maxLiveWorkspaces() != null) {
                 throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_live_workspaces is server-wide; a tenant's"
                         + " own limit is tenants." + e.getKey() + ".quota.workspaces");

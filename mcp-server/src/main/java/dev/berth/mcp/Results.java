@@ -74,6 +74,17 @@ final class Results {
         return m;
     }
 
+    /** open_workspace with count: the first workspace as the result, and every one of them under {@code forks}. */
+    static Map<String, Object> openMany(java.util.List<OpenResult> all) {
+        Map<String, Object> m = open(all.getFirst());
+        if (all.size() > 1) {
+            m.put("note", "forked " + all.size() + " workspaces from snapshot '" + all.getFirst().workspace().fromSnapshot()
+                    + "' (this one and " + (all.size() - 1) + " more, all listed in forks)");
+        }
+        m.put("forks", all.stream().map(Results::open).toList());
+        return m;
+    }
+
     static Map<String, Object> run(RunResult r) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("workspace", r.workspace());

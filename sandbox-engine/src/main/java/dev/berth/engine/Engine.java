@@ -93,16 +93,13 @@ public final class Engine implements AutoCloseable {
 
     /**
      * Opens {@code count} workspaces from {@code req.fromSnapshot()}, started concurrently, all or nothing: each has
-     * its own id, host identity and run placeholders. {@code count} must be within 1..{@code limit} (the operator's
-     * limit; {@link #DEFAULT_FORK_LIMIT} when unset); more than one needs a snapshot and no name.
+     * its own id, host identity and run placeholders. {@code count} must be within 1 and the operator's limit
+     * ({@link TemplateSettings#forkLimit}); more than one needs a snapshot and no name.
      */
-    public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count, int limit) throws EngineException {
+    public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count) throws EngineException {
         ensureOpen();
-        return forks.open(tenant, req, count, limit);
+        return forks.open(tenant, req, count, config.templates().forkLimit());
     }
-
-    /** How many workspaces one {@link #openMany} call may open when the operator sets no limit. */
-    public static final int DEFAULT_FORK_LIMIT = ForkMany.DEFAULT_LIMIT;
 
     public ParkResult park(Tenant tenant, String ref) throws EngineException {
         ensureOpen();

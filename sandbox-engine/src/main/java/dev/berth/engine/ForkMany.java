@@ -16,9 +16,6 @@ import java.util.concurrent.Future;
  * reseeds every fork) and run placeholders. Thread-safe.
  */
 final class ForkMany {
-    /** The operator limit when none is configured. */
-    static final int DEFAULT_LIMIT = 16;
-
     private final WorkspaceLifecycle lifecycle;
     private final WorkspaceRegistry registry;
     private final Snapshots snapshots;

@@ -54,7 +54,7 @@ class ForkManyTest {
     @Test
     void openMany_fromSnapshot_startsIndependentForksEachWithOwnIdentity() throws Exception {
         String snap = template();
-        List<OpenResult> forks = engine.openMany(A, fork("tpl"), 4, Engine.DEFAULT_FORK_LIMIT);
+        List<OpenResult> forks = engine.openMany(A, fork("tpl"), 4);
 
         assertEquals(4, forks.size());
         Set<String> ids = new HashSet<>();
@@ -88,12 +88,14 @@ class ForkManyTest {
     void count_outOfRange_refusedWithTheLimit_nothingOpened() throws Exception {
         template();
         for (int count : new int[] {0, -1, 17}) {
-            var e = assertThrows(EngineException.class, () -> engine.openMany(A, fork("tpl"), count, 16));
+            var e = assertThrows(EngineException.class, () -> engine.openMany(A, fork("tpl"), count));
             assertEquals(Kind.INVALID_ARGUMENT, e.kind());
             assertTrue(e.getMessage().contains("count must be between 1 and 16 (the operator's limit of workspaces per call), got " + count),
                     e.getMessage());
         }
-        var lower = assertThrows(EngineException.class, () -> engine.openMany(A, fork("tpl"), 3, 2));
+        engine.close();
+        engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home))).withTemplates(new TemplateSettings(2)));
+        var lower = assertThrows(EngineException.class, () -> engine.openMany(A, fork("tpl"), 3));
         assertTrue(lower.getMessage().contains("between 1 and 2"), lower.getMessage());
         assertEquals(1, engine.list(A).size(), "only the template's workspace");
     }
@@ -101,21 +103,21 @@ class ForkManyTest {
     @Test
     void badInput_otherTenantsSnapshot_otherIsolation_name_noSnapshot_refusedBeforeAnythingStarts() throws Exception {
         template();
-        var other = assertThrows(EngineException.class, () -> engine.openMany(B, fork("tpl"), 2, 16));
+        var other = assertThrows(EngineException.class, () -> engine.openMany(B, fork("tpl"), 2));
         assertEquals(Kind.NOT_FOUND, other.kind(), other.getMessage());
         assertTrue(engine.list(B).isEmpty());
 
         var level = assertThrows(EngineException.class,
-                () -> engine.openMany(A, new OpenRequest(null, null, "tpl", "microvm", null), 2, 16));
+                () -> engine.openMany(A, new OpenRequest(null, null, "tpl", "microvm", null), 2));
         assertEquals(Kind.CONFLICT, level.kind());
         assertTrue(level.getMessage().contains("was taken with isolation 'namespace'"), level.getMessage());
 
         var named = assertThrows(EngineException.class,
-                () -> engine.openMany(A, new OpenRequest("x", null, "tpl", null, null), 2, 16));
+                () -> engine.openMany(A, new OpenRequest("x", null, "tpl", null, null), 2));
         assertEquals(Kind.INVALID_ARGUMENT, named.kind());
         assertTrue(named.getMessage().contains("cannot be given to 2 workspaces"), named.getMessage());
 
-        var none = assertThrows(EngineException.class, () -> engine.openMany(A, OpenRequest.ephemeral(), 2, 16));
+        var none = assertThrows(EngineException.class, () -> engine.openMany(A, OpenRequest.ephemeral(), 2));
         assertTrue(none.getMessage().contains("give from_snapshot"), none.getMessage());
         assertEquals(1, engine.list(A).size());
     }
@@ -125,11 +127,11 @@ class ForkManyTest {
         Tenant small = new Tenant("carol", new Tenant.Quota(3, 64, 1 << 20, 1L << 40));
         engine.open(small, OpenRequest.persistent("p"));
         engine.snapshot(small, "p", "s");
-        var e = assertThrows(EngineException.class, () -> engine.openMany(small, fork("s"), 3, 16));
+        var e = assertThrows(EngineException.class, () -> engine.openMany(small, fork("s"), 3));
         assertEquals(Kind.LIMIT, e.kind());
         assertTrue(e.getMessage().contains("workspaces: 1 open + 3 asked, limit 3"), e.getMessage());
         assertEquals(1, engine.list(small).size());
-        assertEquals(2, engine.openMany(small, fork("s"), 2, 16).size());
+        assertEquals(2, engine.openMany(small, fork("s"), 2).size());
     }
 
     @Test
@@ -139,7 +141,7 @@ class ForkManyTest {
         engine.closeWorkspace(A, "proj", true); // nothing else builds on the snapshot: delete may win the race
         CompletableFuture<Object> forking = CompletableFuture.supplyAsync(() -> {
             try {
-                return engine.openMany(A, fork("tpl"), 4, 16);
+                return engine.openMany(A, fork("tpl"), 4);
             } catch (EngineException e) {
                 return e;
             }
