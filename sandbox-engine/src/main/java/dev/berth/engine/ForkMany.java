@@ -10,7 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * Opens {@code count} workspaces from one snapshot at once, their sandboxes started concurrently (one virtual thread
+ * Opens {@code count} workspaces from one snapshot at once, their sandboxes started concurrently (one thread
  * each), all or nothing: when one cannot start, the others are closed and deleted and the first failure is reported.
  * Each fork is an ordinary {@link WorkspaceLifecycle#open}: its own id, host uid, RNG state (the microVM driver
  * reseeds every fork) and run placeholders. Thread-safe.
@@ -57,7 +57,9 @@ final class ForkMany {
         List<Future<OpenResult>> started = new ArrayList<>(count);
         List<OpenResult> opened = new ArrayList<>(count);
         EngineException first = null;
-        try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+        // platform threads: virtual ones would queue behind whatever holds the few carrier threads (the snapshot
+        // digest reads whole images on virtual threads), and a start blocks in processes and mounts anyway
+        try (ExecutorService pool = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().name("berth-fork-", 0).factory())) {
             for (int i = 0; i < count; i++) started.add(pool.submit(() -> lifecycle.open(tenant, req)));
             for (Future<OpenResult> f : started) {
                 try {
