@@ -361,6 +361,7 @@ public final class Engine implements AutoCloseable {
         reaper.close();
         try {
             lifecycle.shutdown();
+            forks.close();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
             evidence.close(); // after the proxy: its last egress records go into the chain first

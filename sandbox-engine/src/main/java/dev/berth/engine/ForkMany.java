@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
@@ -21,11 +20,28 @@ final class ForkMany {
     private final Snapshots snapshots;
     private final EngineConfig config;
 
+    /**
+     * Threads that start the forks' sandboxes and live as long as the engine: a sandbox process dies with the thread
+     * that started it (bubblewrap's --die-with-parent is the parent thread's death signal), so a thread per call
+     * would take its forks down when it ends. Platform threads, because virtual ones would also queue behind
+     * whatever holds the few carrier threads, and a start blocks in processes and mounts anyway.
+     */
+    private final ExecutorService starters;
+
     ForkMany(EngineConfig config, WorkspaceRegistry registry, Snapshots snapshots, WorkspaceLifecycle lifecycle) {
+        int n = config.templates().forkLimit();
+        var pool = new java.util.concurrent.ThreadPoolExecutor(n, n, 0, java.util.concurrent.TimeUnit.SECONDS,
+                new java.util.concurrent.LinkedBlockingQueue<>(), Thread.ofPlatform().daemon().name("berth-fork-", 0).factory());
+        this.starters = pool;
         this.config = config;
         this.registry = registry;
         this.snapshots = snapshots;
         this.lifecycle = lifecycle;
+    }
+
+    /** Stops the starter threads (at engine close, after every sandbox was stopped). */
+    void close() {
+        starters.shutdownNow();
     }
 
     List<OpenResult> open(Tenant tenant, OpenRequest req, int count, int limit) throws EngineException {
@@ -57,22 +73,18 @@ final class ForkMany {
         List<Future<OpenResult>> started = new ArrayList<>(count);
         List<OpenResult> opened = new ArrayList<>(count);
         EngineException first = null;
-        // platform threads: virtual ones would queue behind whatever holds the few carrier threads (the snapshot
-        // digest reads whole images on virtual threads), and a start blocks in processes and mounts anyway
-        try (ExecutorService pool = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().name("berth-fork-", 0).factory())) {
-            for (int i = 0; i < count; i++) started.add(pool.submit(() -> lifecycle.open(tenant, req)));
-            for (Future<OpenResult> f : started) {
-                try {
-                    opened.add(f.get());
-                } catch (ExecutionException e) {
-                    if (first == null) {
-                        first = e.getCause() instanceof EngineException ee ? ee
-                                : new EngineException(Kind.INTERNAL, "fork failed: " + e.getCause(), e.getCause());
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    if (first == null) first = new EngineException(Kind.UNAVAILABLE, "interrupted while forking", e);
+        for (int i = 0; i < count; i++) started.add(starters.submit(() -> lifecycle.open(tenant, req)));
+        for (Future<OpenResult> f : started) {
+            try {
+                opened.add(f.get());
+            } catch (ExecutionException e) {
+                if (first == null) {
+                    first = e.getCause() instanceof EngineException ee ? ee
+                            : new EngineException(Kind.INTERNAL, "fork failed: " + e.getCause(), e.getCause());
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                if (first == null) first = new EngineException(Kind.UNAVAILABLE, "interrupted while forking", e);
             }
         }
         if (first == null) return List.copyOf(opened);

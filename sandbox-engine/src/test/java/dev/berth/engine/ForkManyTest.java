@@ -85,6 +85,31 @@ class ForkManyTest {
     }
 
     @Test
+    void forkOfAFork_mapsTheImageOwnerOntoEachForksUid_insteadOfChowningIt() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.berth.engine.host.HostIdentity.isRoot(), "disk images need root");
+        template();
+        String owner = Files.readString(home.resolve("snapshots").resolve(engine.snapshots(A).getFirst().id())
+                .resolve("state").resolve(dev.berth.engine.host.Layout.OWNER_FILE)).strip();
+        String first = engine.open(A, new OpenRequest("first", "persistent", "tpl", null, null)).workspace().id();
+        sh(A, first, "echo first >> repo/state.txt && echo new > repo/first.txt");
+        engine.snapshot(A, first, "of-first");
+        String second = engine.openMany(A, fork("of-first"), 1).getFirst().workspace().id();
+        assertEquals("prepared\nfirst\nsecond\n", sh(A, second, "echo second >> repo/state.txt && cat repo/state.txt"));
+        for (String id : List.of(first, second)) {
+            // the image keeps its first owner on disk; the fork sees (and writes) every file as its own uid
+            assertEquals(owner, Files.readString(home.resolve("workspaces").resolve(id).resolve("state")
+                    .resolve(dev.berth.engine.host.Layout.OWNER_FILE)).strip());
+            Path repo = home.resolve("run").resolve(id).resolve("disk").resolve("workspace").resolve("repo");
+            int own = dev.berth.engine.host.HostIdentity.uidFor(id);
+            try (var files = Files.list(repo)) {
+                for (Path f : files.toList()) assertEquals(own, Files.getAttribute(f, "unix:uid"), f + " of " + id);
+            }
+            assertTrue(Files.getAttribute(repo, "unix:uid").equals(own));
+        }
+        assertTrue(!owner.equals(String.valueOf(dev.berth.engine.host.HostIdentity.uidFor(second))));
+    }
+
+    @Test
     void count_outOfRange_refusedWithTheLimit_nothingOpened() throws Exception {
         template();
         for (int count : new int[] {0, -1, 17}) {

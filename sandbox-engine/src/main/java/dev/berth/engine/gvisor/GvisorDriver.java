@@ -129,6 +129,7 @@ public final class GvisorDriver implements IsolationDriver {
             GvisorSandbox.forceDelete(runsc, root, runtimeDir.getFileName().toString(), null);
         }
         DiskImage.unmount(runtimeDir.resolve("disk"));
+        DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
         GvisorSandbox.removeCgroups(runtimeDir.getFileName().toString());
     }
 
