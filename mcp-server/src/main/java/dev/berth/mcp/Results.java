@@ -71,6 +71,7 @@ final class Results {
         m.put("created", r.created());
         m.put("resumed", r.resumed());
         m.put("note", r.note());
+        if (r.pool() != null) m.put("pool", r.pool());
         return m;
     }
 

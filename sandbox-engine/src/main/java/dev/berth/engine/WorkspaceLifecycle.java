@@ -33,9 +33,11 @@ final class WorkspaceLifecycle {
     private final RunCredentials credentials;
 
     private final EngineEvidence evidence;
+    private final WarmPool pool;
 
     WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
-                       Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence) {
+                       Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence, WarmPool pool) {
+        this.pool = pool;
         this.evidence = evidence;
         this.config = config;
         this.store = store;
@@ -60,6 +62,7 @@ final class WorkspaceLifecycle {
         List<String> secrets = credentials.checkOpen(tenant, req.secrets());
 
         Workspace ws;
+        WarmPool.Member member;
         synchronized (registry.namesLock) {
             if (name != null) {
                 Optional<Workspace> existing = registry.byName(tenant, name);
@@ -76,7 +79,10 @@ final class WorkspaceLifecycle {
                         + config.maxWorkspaces() + "); close or park one you no longer need");
             }
             registry.checkQuota(tenant, resources, true);
-            String id = Ids.next("ws-");
+            // a fresh workspace without credentials (whose sandbox gets nothing of its own at start) may take a
+            // sandbox the warm pool started; it becomes this workspace and never goes back
+            member = pool != null && snap == null && secrets.isEmpty() ? pool.claim(driver, resources) : null;
+            String id = member != null ? member.id() : Ids.next("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
@@ -89,7 +95,7 @@ final class WorkspaceLifecycle {
             Files.createDirectories(ws.stateDir());
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
-            ws.sandbox = driver.start(startRequest(ws, mode));
+            ws.sandbox = member != null ? member.sandbox() : driver.start(startRequest(ws, mode));
             connect(ws);
             java.util.Map<String, Object> extra = new java.util.LinkedHashMap<>();
             if (snap != null) {
@@ -104,7 +110,7 @@ final class WorkspaceLifecycle {
             store.save(ws);
             String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
                     : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
-            return new OpenResult(ws.info(), true, false, note);
+            return new OpenResult(ws.info(), true, false, note, pool == null || snap != null ? null : member != null ? "hit" : "miss");
         } catch (SandboxException | IOException | EngineException e) {
             evidence.failed(snap == null ? "open" : "fork", driver.name(), t0);
             registry.remove(ws);
