@@ -25,10 +25,10 @@ import tools.jackson.databind.json.JsonMapper;
  * resolved against the file's folder.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics) {
+                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null, null);
     }
 
     /**
@@ -88,10 +88,17 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                 : lifecycle.maxLiveWorkspaces();
     }
 
-    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork. */
+    /**
+     * The warm pool: {@code size} fresh sandboxes kept started per available isolation level (default resources),
+     * claimed by fresh opens; absent or 0 = no pool. A pool that cannot fit the machine's memory is refused at start.
+     */
+    public record Pool(Integer size) {}
+
+    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool's size. */
     public dev.berth.engine.TemplateSettings templates() {
-        return lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT
-                : new dev.berth.engine.TemplateSettings(lifecycle.maxForksPerOpen());
+        int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT
+                : lifecycle.maxForksPerOpen();
+        return new dev.berth.engine.TemplateSettings(forks, pool == null || pool.size() == null ? 0 : pool.size());
     }
 
     /**
@@ -216,7 +223,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
                     h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
-                    c.metrics());
+                    c.metrics(), c.pool());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth);
@@ -249,7 +256,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
         return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle,
-                audit, metrics);
+                audit, metrics, pool);
     }
 
     /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
@@ -335,6 +342,9 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         checkLifecycle(at, "lifecycle", lifecycle);
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
             throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
+        }
+        if (pool != null && pool.size() != null && (pool.size() < 0 || pool.size() > 64)) {
+            throw new ConfigException(at + "pool.size must be 0 (no pool) to 64, got " + pool.size());
         }
         if (lifecycle != null && lifecycle.maxForksPerOpen() != null && lifecycle.maxForksPerOpen() < 1) {
             throw new ConfigException(at + "lifecycle.max_forks_per_open must be >= 1, got " + lifecycle.maxForksPerOpen());
