@@ -35,6 +35,8 @@ public final class TemplateBenchmark {
         double runTrue;
         long oneCall;
         long singles;
+        double missMs;
+        double hitMs;
         try (Engine engine = Engine.start(EngineConfig.defaults(home, List.of(driver)))) {
             for (int files : sizes) rows.add(measure(engine, files));
             // run("true") round trip on an open workspace, median of 20
@@ -47,6 +49,7 @@ public final class TemplateBenchmark {
             }
             Arrays.sort(t);
             runTrue = t[t.length / 2] / 1e6;
+            missMs = openToFirstExec(engine, 5, false);
             engine.snapshot(T, ws, "many");
             long t0 = System.nanoTime();
             List<OpenResult> forks = engine.openMany(T, new OpenRequest(null, "ephemeral", "many", null, null), many);
@@ -58,6 +61,9 @@ public final class TemplateBenchmark {
             singles = (System.nanoTime() - t0) / 1_000_000;
             for (String id : ids) engine.closeWorkspace(T, id, true);
             engine.closeWorkspace(T, ws, true);
+        }
+        try (Engine pooled = Engine.start(EngineConfig.defaults(home, List.of(driver)).withTemplates(new TemplateSettings(16, 1)))) {
+            hitMs = openToFirstExec(pooled, 5, true);
         } finally {
             Trees.delete(home);
         }
@@ -69,8 +75,26 @@ public final class TemplateBenchmark {
                     r.forkExecMs(), (double) r.forkExecMs() / Math.max(1, empty.forkExecMs()));
         }
         System.out.printf("run(\"true\") on an open workspace: %.1f ms (median of 20)%n", runTrue);
+        System.out.printf("open -> first exec of a fresh workspace (median of 5): pool hit %.1f ms, pool miss %.1f ms%n", hitMs, missMs);
         System.out.printf("fork of %d: one open_workspace {count: %d} %d ms; %d single forks one after another %d ms%n",
                 many, many, oneCall, many, singles);
+    }
+
+    /** Median open -> first {@code run("true")} of fresh workspaces; with a pool, each waits until a member is ready. */
+    static double openToFirstExec(Engine engine, int n, boolean hit) throws Exception {
+        long[] t = new long[n];
+        for (int i = 0; i < n; i++) {
+            long until = System.nanoTime() + 120_000_000_000L;
+            while (hit && engine.poolReady(engine.defaultIsolation()) == 0 && System.nanoTime() < until) Thread.sleep(20);
+            long t0 = System.nanoTime();
+            OpenResult o = engine.open(T, OpenRequest.ephemeral());
+            engine.run(T, RunRequest.of(o.workspace().id(), "true"), OutputListener.NONE);
+            t[i] = System.nanoTime() - t0;
+            if (hit && !"hit".equals(o.pool())) throw new IllegalStateException("expected a pool hit, got " + o.pool());
+            engine.closeWorkspace(T, o.workspace().id(), true);
+        }
+        Arrays.sort(t);
+        return t[n / 2] / 1e6;
     }
 
     /** A workspace with {@code files} files of 2 KB: snapshot it, then fork it and run {@code true} in the fork. */
