@@ -200,6 +200,7 @@ public final class ImageStore {
                 }
                 layers.add(new ImageRecord.LayerInfo(l.digest(), l.diffId(), Files.size(l.blob())));
             }
+            addMountPoints(rootfs, report);
             progress.accept("building the read-only ext4 base (" + (applier.treeBytes() >> 20) + " MiB of files)");
             Path ext4 = scratch.resolve("base.ext4");
             BaseDisk.build(rootfs, ext4, applier.treeBytes());
@@ -225,6 +226,28 @@ public final class ImageStore {
             return rec;
         } finally {
             Trees.delete(scratch); // gone already when it became the image
+        }
+    }
+
+    /**
+     * Where sandboxes mount their own things ({@code /proc}, {@code /dev}, {@code /tmp}, {@code /run}, the workspace's
+     * writable layer): created as empty root-owned directories when the image lacks them, so that nothing has to be
+     * made in the read-only tree later. Never through a link: a mount point that is a link is left as it is (and
+     * reported), and the namespace driver then refuses to start on the image.
+     */
+    static final List<String> MOUNT_POINTS = List.of("proc", "dev", "sys", "tmp", "run", "etc", "workspace", "root", "usr",
+            "usr/local", "var");
+
+    private static void addMountPoints(Path rootfs, ImportReport.Builder report) throws IOException {
+        for (String m : MOUNT_POINTS) {
+            Path p = rootfs.resolve(m);
+            if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) continue;
+            if (Files.exists(p, LinkOption.NOFOLLOW_LINKS) || Files.isSymbolicLink(p.getParent())) {
+                report.changed("/" + m + ": not a directory in the image, so no mount point was added there");
+                continue;
+            }
+            Files.createDirectory(p);
+            Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(m.equals("tmp") ? "rwxrwxrwx" : "rwxr-xr-x"));
         }
     }
 
