@@ -326,7 +326,10 @@ public final class Engine implements AutoCloseable {
         try {
             java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
             for (Workspace w : registry.all()) {
-                if (w.image != null) inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>()).add("workspace " + w.id);
+                if (w.image == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                String label = ImageUsage.label(w.id, w.name);
+                if (!users.contains(label)) users.add(label);
             }
             return images.remove(name, inUse);
         } catch (dev.berth.engine.image.ImageException e) {

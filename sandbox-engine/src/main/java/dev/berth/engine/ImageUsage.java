@@ -16,6 +16,10 @@ import java.util.TreeMap;
 public final class ImageUsage {
     private ImageUsage() {}
 
+    static String label(String id, String name) {
+        return "workspace " + id + (name == null ? "" : " (" + name + ")");
+    }
+
     /** digest -> "workspace ID (NAME)" / "snapshot ID (NAME)" for everything recorded in {@code home}. */
     public static Map<String, List<String>> of(Path home) throws IOException {
         Store store = new Store(home);
@@ -25,7 +29,7 @@ public final class ImageUsage {
             Store.WorkspaceRecord r = store.loadWorkspace(d);
             if (r.image() != null) {
                 out.computeIfAbsent(r.image().digest(), k -> new ArrayList<>())
-                        .add("workspace " + r.id() + (r.name() == null ? "" : " (" + r.name() + ")"));
+                        .add(label(r.id(), r.name()));
             }
         }
         for (Path d : Store.children(store.snapshots)) {
