@@ -75,7 +75,7 @@ final class WorkspaceLifecycle {
                         + config.maxWorkspaces() + "); close or park one you no longer need");
             }
             registry.checkQuota(tenant, resources, true);
-            image = chooseImage(req, snap, driver);
+            image = chooseImage(tenant, req, snap, driver);
             String id = Ids.next("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
@@ -371,7 +371,7 @@ final class WorkspaceLifecycle {
      * The image a new workspace runs on: a fork keeps its snapshot's; otherwise the one named (resolved to its digest
      * now, so that renaming the image later never changes the workspace), on a driver that can open images.
      */
-    private ImageChoice chooseImage(OpenRequest req, Store.SnapshotRecord snap, IsolationDriver driver) throws EngineException {
+    private ImageChoice chooseImage(Tenant tenant, OpenRequest req, Store.SnapshotRecord snap, IsolationDriver driver) throws EngineException {
         String name = req.image();
         ImageRef ref;
         if (snap != null) {
@@ -384,6 +384,11 @@ final class WorkspaceLifecycle {
             if (ref == null) return null;
         } else {
             if (name == null || name.equals(ImageRef.BUILT_IN)) return null;
+            if (!tenant.mayImage(name)) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "tenant '" + tenant.id() + "' is not granted image '" + name
+                        + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
+                        + "); the operator grants images per tenant in the config's tenants.<id>.images");
+            }
             if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "the " + driver.name() + " level cannot open imported images"
                         + " (image '" + name + "'); ask for isolation " + dev.berth.engine.image.ImageStore.DRIVERS);
