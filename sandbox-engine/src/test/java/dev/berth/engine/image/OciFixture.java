@@ -43,6 +43,11 @@ public final class OciFixture implements AutoCloseable {
      * /etc/os-release naming {@link #MARKER}, /srv/app/hello.txt, config Env GREETING and WorkingDir /srv/app.
      */
     public Path busyboxLayout() throws IOException {
+        return busyboxLayout(null);
+    }
+
+    /** Like {@link #busyboxLayout()}, with a copy of {@code payload} (a host directory) at /opt/payload in layer 1. */
+    public Path busyboxLayout(Path payload) throws IOException {
         Path layout = dir.resolve("layout");
         Path bundle = dir.resolve("bundle");
         run("umoci", "init", "--layout", layout.toString());
@@ -63,6 +68,10 @@ public final class OciFixture implements AutoCloseable {
         Files.writeString(root.resolve("srv/app/hello.txt"), "hello from the image\n");
         Files.createDirectories(root.resolve("var/lib/tiny"));
         Files.writeString(root.resolve("var/lib/tiny/state"), "seeded\n");
+        if (payload != null) {
+            Files.createDirectories(root.resolve("opt"));
+            run("cp", "-a", payload.toString(), root.resolve("opt/payload").toString());
+        }
         run("umoci", "repack", "--refresh-bundle", "--image", layout + ":" + TAG, bundle.toString());
         // a second layer that deletes a file of the first: umoci writes the whiteout
         Files.delete(root.resolve("etc/removed-later"));
@@ -113,7 +122,7 @@ public final class OciFixture implements AutoCloseable {
         return registryHost + "/" + repo + ":" + TAG;
     }
 
-    static String run(String... cmd) throws IOException {
+    public static String run(String... cmd) throws IOException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         try {
