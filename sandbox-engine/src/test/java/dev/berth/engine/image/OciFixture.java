@@ -91,13 +91,18 @@ public final class OciFixture implements AutoCloseable {
 
     /** Starts docker-registry on a free loopback port and returns {@code 127.0.0.1:PORT}; waits until /v2/ answers. */
     public String startRegistry() throws IOException, InterruptedException {
+        return startRegistry("");
+    }
+
+    /** Like {@link #startRegistry()}, with more of the registry's YAML config (an {@code auth:} section). */
+    public String startRegistry(String extraYaml) throws IOException, InterruptedException {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             registryPort = s.getLocalPort();
         }
         Path storage = Files.createDirectories(dir.resolve("registry-storage"));
         Path config = dir.resolve("registry.yml");
         Files.writeString(config, "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: " + storage
-                + "\nhttp:\n  addr: 127.0.0.1:" + registryPort + "\n");
+                + "\nhttp:\n  addr: 127.0.0.1:" + registryPort + "\n" + extraYaml);
         registry = new ProcessBuilder("docker-registry", "serve", config.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("registry.log").toFile()).start();
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -106,7 +111,8 @@ public final class OciFixture implements AutoCloseable {
             try {
                 HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + registryPort + "/v2/").toURL().openConnection();
                 c.setConnectTimeout(500);
-                if (c.getResponseCode() == 200) return "127.0.0.1:" + registryPort;
+                int code = c.getResponseCode();
+                if (code == 200 || code == 401) return "127.0.0.1:" + registryPort; // 401: up, and wants a token
             } catch (IOException notYet) {
                 // not listening yet
             }
@@ -117,8 +123,15 @@ public final class OciFixture implements AutoCloseable {
 
     /** Pushes the layout's image to the registry as {@code REPO:v1} with skopeo (plain HTTP, loopback). */
     public String push(Path layout, String registryHost, String repo) throws IOException {
-        run("skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:" + layout + ":" + TAG,
-                "docker://" + registryHost + "/" + repo + ":" + TAG);
+        return push(layout, registryHost, repo, null);
+    }
+
+    /** Like {@link #push(Path, String, String)}, logging in as {@code creds} ({@code user:password}). */
+    public String push(Path layout, String registryHost, String repo, String creds) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("skopeo", "copy", "--quiet", "--dest-tls-verify=false"));
+        if (creds != null) cmd.addAll(List.of("--dest-creds", creds));
+        cmd.addAll(List.of("oci:" + layout + ":" + TAG, "docker://" + registryHost + "/" + repo + ":" + TAG));
+        run(cmd.toArray(String[]::new));
         return registryHost + "/" + repo + ":" + TAG;
     }
 
