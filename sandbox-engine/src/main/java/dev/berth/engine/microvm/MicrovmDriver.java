@@ -180,6 +180,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 case StartRequest.Fresh f -> startFresh(request);
                 case StartRequest.Resume r -> startResume(request);
                 case StartRequest.Fork f -> startFork(request, f.snapshotStateDir(), false);
+                case StartRequest.Inspect i -> startInspect(request);
             };
         } catch (SandboxDamagedException e) {
             cleanupRuntime(request.runtimeDir());
@@ -303,6 +304,31 @@ public final class MicrovmDriver implements IsolationDriver {
             m.cont();
         }
         return connect(req, running, m, state != null, false);
+    }
+
+    /**
+     * A damaged workspace's disk, booted cold and read-only: a throwaway qcow2 overlay in the runtime directory on
+     * top of the workspace's disk (which QEMU, jailed, sees read-only as its backing file), fresh memory there too,
+     * and nothing written into the state directory: whatever failed verification (saved RAM, device state) is left
+     * as it is for the operator. What only the saved memory held is not there; what the guest had written to its
+     * disk is. The sandbox is destroyed after use.
+     */
+    private Sandbox startInspect(StartRequest req) throws IOException {
+        Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        if (!Files.isRegularFile(specFile) || !Files.isRegularFile(disk)) {
+            throw new IOException("the workspace has no machine description or disk left in " + req.stateDir() + " to read");
+        }
+        Path dir = req.runtimeDir().resolve("inspect");
+        clearDir(dir);
+        Files.createDirectories(dir);
+        VmSpec spec = VmSpec.read(specFile).withMemory("ram", true).withState(null);
+        Path overlay = dir.resolve(QemuMachine.DATA_DISK);
+        ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
+                disk.toAbsolutePath().toString(), overlay.toString()), 60);
+        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, dir, overlay, req.runtimeDir(), null);
+        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort());
+        return connect(view, spec, m, false, false);
     }
 
     /**
