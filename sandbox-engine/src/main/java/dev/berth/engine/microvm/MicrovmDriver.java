@@ -327,7 +327,8 @@ public final class MicrovmDriver implements IsolationDriver {
         ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
                 disk.toAbsolutePath().toString(), overlay.toString()), 60);
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, dir, overlay, req.runtimeDir(), null);
-        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort());
+        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort(),
+                req.image());
         return connect(view, spec, m, false, false);
     }
 
