@@ -140,7 +140,9 @@ public final class ImageStore {
         Path abs = Path.of(source.contains(":") && !Files.exists(Path.of(source)) ? source.substring(0, source.lastIndexOf(':')) : source)
                 .toAbsolutePath();
         String origin = (Files.isDirectory(abs) ? "oci-layout:" : "archive:") + Path.of(source).toAbsolutePath();
-        return importWith(name, limits, progress, scratch -> OciSource.open(source, scratch), origin);
+        // an archive holds the layers (uncompressed in docker's format) and a little metadata
+        long maxArchive = limits.maxLayerBytes() + limits.maxTreeBytes() + (64L << 20);
+        return importWith(name, limits, progress, scratch -> OciSource.open(source, scratch, maxArchive), origin);
     }
 
     /** Pulls {@code ref} from a registry (distribution API v2, token or basic auth) and imports it under {@code name}. */

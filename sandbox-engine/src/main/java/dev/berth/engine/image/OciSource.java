@@ -51,7 +51,7 @@ final class OciSource {
     }
 
     /** {@code PATH[:TAG]} where PATH is an OCI layout directory; or an archive file. */
-    static Resolved open(String spec, Path scratch) throws IOException, ImageException {
+    static Resolved open(String spec, Path scratch, long maxArchiveBytes) throws IOException, ImageException {
         Path path = Path.of(spec);
         String tag = null;
         if (!Files.exists(path)) {
@@ -62,7 +62,7 @@ final class OciSource {
             }
         }
         if (Files.isDirectory(path)) return layout(path, tag);
-        if (Files.isRegularFile(path)) return archive(path, tag, scratch);
+        if (Files.isRegularFile(path)) return archive(path, tag, scratch, maxArchiveBytes);
         throw new ImageException("no OCI image layout directory or image archive at '" + spec + "'");
     }
 
@@ -195,7 +195,11 @@ final class OciSource {
      * checked; symbolic links inside the archive resolved only within it), then read as an OCI layout when it holds
      * one (docker 25 and later) or by its {@code manifest.json}.
      */
-    static Resolved archive(Path file, String tag, Path scratch) throws IOException, ImageException {
+    static Resolved archive(Path file, String tag, Path scratch, long maxBytes) throws IOException, ImageException {
+        long size = Files.size(file);
+        if (size > maxBytes) {
+            throw new ImageException(file + " is " + (size >> 20) + " MiB, above the limit of " + (maxBytes >> 20) + " MiB for an image archive");
+        }
         Path dir = scratch.resolve("archive");
         Files.createDirectories(dir);
         Map<String, String> links = new HashMap<>();
