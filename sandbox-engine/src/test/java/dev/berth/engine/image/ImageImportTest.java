@@ -112,6 +112,20 @@ class ImageImportTest {
         assertEquals(List.of(r.digest()), store().gc(Map.of()).digests());
     }
 
+    @Test
+    void gc_removesWhatADeadImportLeft_butNotALiveOnes() throws Exception {
+        Path layout = TestLayouts.write(tmp.resolve("layout"), new TestLayouts.Spec(), base());
+        store().importFrom(layout.toString(), "a", ImportLimits.DEFAULT, progress::add);
+        Process dead = new ProcessBuilder("true").start();
+        dead.waitFor();
+        Path deadImport = Files.createDirectories(store().dir().resolve(".import-" + dead.pid() + "-123/rootfs"));
+        Path liveImport = Files.createDirectories(store().dir().resolve(".import-" + ProcessHandle.current().pid() + "-456"));
+        store().gc(Map.of());
+        assertFalse(Files.exists(deadImport.getParent()), "a dead process's half import goes");
+        assertTrue(Files.exists(liveImport), "a running import stays");
+        assertEquals(List.of("a"), store().list().stream().map(ImageInfo::name).toList());
+    }
+
     static Stream<Arguments> refused() throws IOException {
         return Stream.of(
                 Arguments.of("dot-dot path", new TestLayouts.Spec(), new TestLayouts.Layer[] {

@@ -36,6 +36,11 @@ class OciToolsImageTest {
             ImageRecord fromArchive = store.importFrom(oci.dockerArchive(layout).toString(), "tiny-archive", ImportLimits.DEFAULT, progress::add);
             assertEquals(fromLayout.configDigest(), fromArchive.configDigest(), "same config, whatever the container");
             assertTrue(fromArchive.origin().startsWith("archive:"), fromArchive.origin());
+            // an OCI layout in a tar (skopeo's oci-archive, and what docker 25+ saves): read as a layout, same manifest
+            Path ociArchive = tmp.resolve("oci-archive.tar");
+            OciFixture.run("skopeo", "copy", "--quiet", "oci:" + layout + ":" + OciFixture.TAG, "oci-archive:" + ociArchive + ":" + OciFixture.TAG);
+            ImageRecord fromOciArchive = store.importFrom(ociArchive.toString(), "tiny-oci-archive", ImportLimits.DEFAULT, progress::add);
+            assertEquals(fromLayout.digest(), fromOciArchive.digest());
 
             String registry = oci.startRegistry();
             String ref = oci.push(layout, registry, "berth/tiny");
