@@ -52,7 +52,7 @@ final class LayerApplier {
     long treeBytes() { return treeBytes; }
 
     /**
-     * Applies one layer blob (tar, gzip-compressed or not; zstd is refused) and returns the SHA-256 of the
+     * Applies one layer blob (tar, plain or gzip- or zstd-compressed, told by its first bytes) and returns the SHA-256 of the
      * uncompressed tar ({@code sha256:...}), which the caller compares with the config's {@code diff_ids}.
      */
     String apply(Path blob, String label) throws IOException, ImageException {
@@ -70,23 +70,22 @@ final class LayerApplier {
                 throw new ImageException(label + " is not a readable tar (truncated or corrupt?): " + ex.getMessage(), ex);
             }
             digested.transferTo(OutputStream.nullOutputStream()); // the tar's end padding counts in its digest
-        } catch (java.util.zip.ZipException ex) {
-            throw new ImageException(label + " is not readable gzip (truncated or corrupt?): " + ex.getMessage(), ex);
+        } catch (java.util.zip.ZipException | com.github.luben.zstd.ZstdIOException ex) {
+            throw new ImageException(label + " cannot be decompressed (truncated or corrupt?): " + ex.getMessage(), ex);
         } catch (java.io.EOFException ex) {
             throw new ImageException(label + " ends early (truncated): " + ex.getMessage(), ex);
         }
         return "sha256:" + HexFormat.of().formatHex(sha.digest());
     }
 
-    private static InputStream decompressed(InputStream raw, String label) throws IOException, ImageException {
+    private static InputStream decompressed(InputStream raw, String label) throws IOException {
         raw.mark(4);
         byte[] magic = raw.readNBytes(4);
         raw.reset();
         if (magic.length >= 2 && (magic[0] & 0xff) == 0x1f && (magic[1] & 0xff) == 0x8b) return new GZIPInputStream(raw, 1 << 16);
         if (magic.length == 4 && (magic[0] & 0xff) == 0x28 && (magic[1] & 0xff) == 0xb5 && (magic[2] & 0xff) == 0x2f
                 && (magic[3] & 0xff) == 0xfd) {
-            throw new ImageException(label + " is zstd-compressed, which this build does not import; re-push the image"
-                    + " with gzip layers (skopeo copy --dest-compress-format gzip)");
+            return new com.github.luben.zstd.ZstdInputStream(raw);
         }
         return raw;
     }

@@ -113,6 +113,17 @@ class ImageImportTest {
     }
 
     @Test
+    void zstdLayers_areImportedLikeGzipOnes() throws Exception {
+        TestLayouts.Spec spec = new TestLayouts.Spec();
+        spec.zstd = true;
+        Path layout = TestLayouts.write(tmp.resolve("layout"), spec, base(), new TestLayouts.Layer().file(".wh.gone", ""));
+        ImageRecord r = store().importFrom(layout.toString(), "z", ImportLimits.DEFAULT, progress::add);
+        Path root = store().contentDir(r.digest()).resolve("rootfs");
+        assertEquals("ID=tiny", Files.readString(root.resolve("etc/os-release")).strip());
+        assertFalse(Files.exists(root.resolve("gone")));
+    }
+
+    @Test
     void gc_removesWhatADeadImportLeft_butNotALiveOnes() throws Exception {
         Path layout = TestLayouts.write(tmp.resolve("layout"), new TestLayouts.Spec(), base());
         store().importFrom(layout.toString(), "a", ImportLimits.DEFAULT, progress::add);

@@ -98,8 +98,17 @@ final class TestLayouts {
         return o.toByteArray();
     }
 
+    static byte[] zstd(byte[] b) throws IOException {
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        try (var z = new com.github.luben.zstd.ZstdOutputStream(o)) {
+            z.write(b);
+        }
+        return o.toByteArray();
+    }
+
     /** Options for {@link #write}: tampering hooks and config fields. */
     static final class Spec {
+        boolean zstd;
         String architecture = OciSource.hostArchitecture();
         String configExtra = "\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\",\"GREETING=hello from the image\"],\"WorkingDir\":\"/srv/app\",\"User\":\"1000\"";
         String tag = "v1";
@@ -116,11 +125,12 @@ final class TestLayouts {
         for (int i = 0; i < layers.length; i++) {
             byte[] tar = layers[i].tarBytes();
             diffIds.add("\"" + sha(tar) + "\"");
-            byte[] gz = gzip(tar);
+            byte[] gz = spec.zstd ? zstd(tar) : gzip(tar);
             String d = sha(gz);
             Files.write(blobs.resolve(d.substring(7)), spec.tamper.apply(i, gz));
             if (i > 0) layerDescs.append(',');
-            layerDescs.append("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"").append(d)
+            layerDescs.append("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+").append(spec.zstd ? "zstd" : "gzip")
+                    .append("\",\"digest\":\"").append(d)
                     .append("\",\"size\":").append(gz.length).append('}');
         }
         byte[] config = ("{\"architecture\":\"" + spec.architecture + "\",\"os\":\"linux\",\"config\":{" + spec.configExtra
