@@ -41,10 +41,11 @@ public final class MicrovmDriver implements IsolationDriver {
     static final Duration AGENT_TIMEOUT = Duration.ofSeconds(Long.getLong("berth.microvm.agentTimeoutSeconds", 90));
     static final int MIN_MEMORY_MIB = 96;
     static final boolean WARM_BASE = Boolean.parseBoolean(System.getProperty("berth.microvm.warmBase", "true"));
-    static final String BASE_COMPLETE = "base-complete";
+    static final String BASE_COMPLETE = WarmBases.COMPLETE;
     private static final System.Logger LOG = System.getLogger("berth.microvm");
 
     private final ImageBuilder images;
+    private final WarmBases bases;
     private final ImageKind kind;
     private final String qemu;
     private volatile Accel accel;
@@ -53,6 +54,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     public MicrovmDriver(ImageBuilder images, ImageKind kind) {
         this.images = images;
+        this.bases = new WarmBases(images.cacheDir());
         this.kind = kind;
         this.qemu = System.getProperty("berth.microvm.qemu", "qemu-system-x86_64");
     }
@@ -152,7 +154,9 @@ public final class MicrovmDriver implements IsolationDriver {
         GuestImage builtIn = image();
         if (req.image() == null) return builtIn;
         String hex = req.image().digest().substring("sha256:".length(), "sha256:".length() + 16);
-        return new GuestImage("oci-" + hex + "+" + builtIn.id().substring(builtIn.id().lastIndexOf('+') + 1),
+        // "oci<digest>-<built-in id>": its warm bases are superseded (WarmBases.collect) only by the same image on
+        // another kernel and initramfs, never by another image's
+        return new GuestImage("oci" + hex + "-" + builtIn.id().substring(builtIn.id().lastIndexOf('+') + 1),
                 builtIn.kernel(), builtIn.initramfs(), req.image().baseDisk());
     }
 
@@ -199,12 +203,12 @@ public final class MicrovmDriver implements IsolationDriver {
      */
     private Sandbox startFresh(StartRequest req) throws IOException {
         if (!WARM_BASE) return bootFresh(req);
-        Resources r = req.resources();
-        Path base = images.cacheDir().resolve("bases").resolve(imageFor(req).id() + "-m" + r.memoryMiB() + "-c" + r.vcpus()
-                + "-d" + r.diskMiB() + "-p" + req.proxyPort());
-        if (Files.isRegularFile(base.resolve(BASE_COMPLETE))) {
-            try {
-                return startFork(req, base, true);
+        String imageId = imageFor(req).id();
+        Path base = bases.of(imageId, req.resources(), req.proxyPort());
+        java.util.Optional<WarmBases.Lease> lease = bases.use(base);
+        if (lease.isPresent()) {
+            try (WarmBases.Lease held = lease.get()) {
+                return startFork(req, base, true); // copies what it needs: the base can go once this returns
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "warm base " + base + " unusable, booting instead: " + e.getMessage());
                 cleanupRuntime(req.runtimeDir());
@@ -218,9 +222,11 @@ public final class MicrovmDriver implements IsolationDriver {
             Files.createDirectories(base.getParent());
             tmp = Files.createTempDirectory(base.getParent(), ".base-");
             fresh.snapshot(tmp);
-            Files.writeString(tmp.resolve(BASE_COMPLETE), "pristine snapshot right after boot\n");
-            Files.move(tmp, base, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            bases.publish(tmp, base);
             tmp = null;
+            // a new base is the moment an image was rebuilt or upgraded: collect what that superseded
+            List<String> removed = bases.collect(imageId, Instant.now());
+            if (!removed.isEmpty()) LOG.log(System.Logger.Level.INFO, "warm bases collected: " + removed);
         } catch (IOException | SandboxException | RuntimeException e) {
             // the workspace is fine without a base; the next fresh one boots too and tries again
             LOG.log(System.Logger.Level.INFO, "no warm base for " + base.getFileName() + ": " + e.getMessage());
@@ -354,8 +360,13 @@ public final class MicrovmDriver implements IsolationDriver {
             spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
         }
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
-        ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
-                disk.toString()), 60);
+        if (own) {
+            // the workspace's own disk too (a warm base's is a few MiB, copied sparse), so nothing refers to the base
+            copySparse(snapDisk, disk);
+        } else {
+            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
+                    disk.toString()), 60);
+        }
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
         m.cont();

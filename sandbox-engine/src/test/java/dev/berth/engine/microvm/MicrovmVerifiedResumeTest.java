@@ -43,13 +43,8 @@ class MicrovmVerifiedResumeTest {
 
     @Test
     void corruptedDiskWhileParked_workspaceDamaged_refusedAndDeletable() throws Exception {
-        home = Files.createTempDirectory("berth-verify-");
-        engine = Engine.start(config());
-        String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
-        engine.run(Tenant.LOCAL, RunRequest.of(id, "echo work > notes.txt"), OutputListener.NONE);
-        engine.park(Tenant.LOCAL, id);
+        String id = parkedAfter("echo work > notes.txt");
         Path state = home.resolve("workspaces").resolve(id).resolve("state");
-        MicrovmDriver.awaitHoles(state.resolve("ram"));
         Path disk = state.resolve("data.qcow2");
         try (FileChannel ch = FileChannel.open(disk, StandardOpenOption.WRITE)) {
             ch.write(ByteBuffer.wrap("tampered".getBytes()), Files.size(disk) / 3); // a disk image put back by hand
@@ -85,13 +80,8 @@ class MicrovmVerifiedResumeTest {
      */
     @Test
     void corruptedMemoryWhileParked_filesStillReadable_nothingChanged() throws Exception {
-        home = Files.createTempDirectory("berth-verify-");
-        engine = Engine.start(config());
-        String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
-        engine.run(Tenant.LOCAL, RunRequest.of(id, "mkdir -p src && echo 'kept on disk' > src/notes.txt && sync"), OutputListener.NONE);
-        engine.park(Tenant.LOCAL, id);
+        String id = parkedAfter("mkdir -p src && echo 'kept on disk' > src/notes.txt && sync");
         Path state = home.resolve("workspaces").resolve(id).resolve("state");
-        MicrovmDriver.awaitHoles(state.resolve("ram"));
         Path ram = state.resolve("ram");
         Extents.Extent first = Extents.data(ram).getFirst(); // a page park summed
         long at = first.offset() + Math.min(4096, first.length() - 8);
@@ -112,6 +102,17 @@ class MicrovmVerifiedResumeTest {
         assertEquals(WorkspaceState.DAMAGED, engine.info(Tenant.LOCAL, id).state());
         assertEquals(before, digests(state), "reading a damaged workspace changes none of its saved files");
         engine.closeWorkspace(Tenant.LOCAL, id, true);
+    }
+
+    /** A persistent workspace "proj" in a new home that ran {@code command} and is parked (its RAM file settled). */
+    private String parkedAfter(String command) throws Exception {
+        home = Files.createTempDirectory("berth-verify-");
+        engine = Engine.start(config());
+        String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
+        engine.run(Tenant.LOCAL, RunRequest.of(id, command), OutputListener.NONE);
+        engine.park(Tenant.LOCAL, id);
+        MicrovmDriver.awaitHoles(home.resolve("workspaces").resolve(id).resolve("state").resolve("ram"));
+        return id;
     }
 
     private static java.util.Map<String, String> digests(Path dir) throws Exception {
