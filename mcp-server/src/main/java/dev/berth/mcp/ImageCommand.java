@@ -32,7 +32,7 @@ final class ImageCommand {
     }
 
     static int run(List<String> argv, PrintStream out, PrintStream err) throws Options.UsageException {
-        if (argv.isEmpty()) throw new Options.UsageException("image needs a subcommand: import, pull, list, rm or gc");
+        if (argv.isEmpty()) throw new Options.UsageException("image needs a subcommand: import, pull, list, default, rm or gc");
         String sub = argv.get(0);
         Args a = parse(argv.subList(1, argv.size()));
         Path home = (a.home != null ? a.home : Options.defaultHome()).toAbsolutePath();
@@ -58,11 +58,18 @@ final class ImageCommand {
                 case "list" -> {
                     none(a, "list");
                     List<ImageInfo> all = store.list();
+                    String dflt = store.defaultName().orElse(null);
                     if (all.isEmpty()) out.println("no images; import one with `berth image import PATH --name NAME`");
                     for (ImageInfo i : all) {
-                        out.printf("%-20s %s %8.1f MiB  ext4 %7.1f MiB  %s  %s%n", i.name(), i.digest(), i.bytes() / 1048576.0,
-                                i.baseDiskBytes() / 1048576.0, i.drivers(), i.origin());
+                        out.printf("%-20s %s %8.1f MiB  ext4 %7.1f MiB  %s  %s%s%n", i.name(), i.digest(), i.bytes() / 1048576.0,
+                                i.baseDiskBytes() / 1048576.0, i.drivers(), i.origin(), i.name().equals(dflt) ? "  (default)" : "");
                     }
+                }
+                case "default" -> {
+                    String name = one(a, "default needs an image name, or built-in to go back to the levels' own images");
+                    store.setDefault(name.equals("built-in") ? null : name);
+                    out.println(name.equals("built-in") ? "workspaces that name no image run on the levels' built-in images"
+                            : "workspaces that name no image run on " + name + " (on namespace and microvm; every tenant may open it)");
                 }
                 case "rm" -> {
                     String name = one(a, "rm needs an image name");
@@ -76,7 +83,7 @@ final class ImageCommand {
                     out.println("deleted " + r.digests().size() + " unnamed, unused image(s) " + r.digests() + "; "
                             + (r.bytesFreed() >> 20) + " MiB freed");
                 }
-                default -> throw new Options.UsageException("unknown image subcommand '" + sub + "'; use import, pull, list, rm or gc");
+                default -> throw new Options.UsageException("unknown image subcommand '" + sub + "'; use import, pull, list, default, rm or gc");
             }
             return 0;
         } catch (ImageException | IOException e) {

@@ -70,7 +70,7 @@ public final class Main {
                   image pull REF --name NAME [--user U] [--unsafe-plain-http]
                                                        pull HOST[:PORT]/REPO[:TAG|@DIGEST] from an OCI registry
                                                        (password or token in BERTH_REGISTRY_PASSWORD)
-                  image list | image rm NAME | image gc
+                  image list | image default NAME|built-in | image rm NAME | image gc
                                                        named images; rm and gc refuse images in use
                                                        (import and pull take --max-mib N: unpacked size limit)
                   version  print the build, the Java runtime and the MCP protocol versions

@@ -188,7 +188,9 @@ final class Tools {
         });
         m.put("isolation_levels", levels);
         try {
-            m.put("images", engine.images().list().stream().filter(i -> tenant.mayImage(i.name())).map(Results::image).toList());
+            String defaultImage = engine.images().defaultName().orElse(null); // the operator's: every tenant may open it
+            m.put("images", engine.images().list().stream().filter(i -> tenant.mayImage(i.name()) || i.name().equals(defaultImage))
+                    .map(Results::image).toList());
         } catch (java.io.IOException e) {
             throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
         }

@@ -396,8 +396,19 @@ final class WorkspaceLifecycle {
             }
             if (ref == null) return null;
         } else {
-            if (name == null || name.equals(ImageRef.BUILT_IN)) return null;
-            if (!tenant.mayImage(name)) {
+            if (name == null) {
+                // the operator's default image, where the level opens images (every tenant may open it)
+                Optional<String> dflt;
+                try {
+                    dflt = images.defaultName();
+                } catch (IOException e) {
+                    throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+                }
+                if (dflt.isEmpty() || !dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
+                name = dflt.get();
+            } else if (name.equals(ImageRef.BUILT_IN)) {
+                return null;
+            } else if (!tenant.mayImage(name)) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "tenant '" + tenant.id() + "' is not granted image '" + name
                         + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
                         + "); the operator grants images per tenant in the config's tenants.<id>.images");

@@ -28,7 +28,7 @@ import tools.jackson.databind.json.JsonMapper;
  * (namespace driver) and a read-only ext4 base of the same tree (microVM driver).
  *
  * <pre>
- * home/images/oci/names.meta          name -> digest (MetaFile kind "image-names", version 1)
+ * home/images/oci/names.meta          name -> digest, and the operator's default name (MetaFile kind "image-names", version 1)
  * home/images/oci/store/HEX/image.meta ImageRecord (MetaFile kind "image", version 1)
  * home/images/oci/store/HEX/rootfs/   the root tree, never written after the import
  * home/images/oci/store/HEX/base.ext4 the same tree as a read-only ext4 filesystem
@@ -125,8 +125,36 @@ public final class ImageStore {
     }
 
     private void writeNames(Map<String, String> names) throws IOException {
-        MetaFile.write(dir.resolve("names.meta"), NAMES_KIND, NAMES_VERSION,
-                JSON.writeValueAsString(Map.of("names", new TreeMap<>(names))));
+        writeNames(names, defaultName().orElse(null));
+    }
+
+    private void writeNames(Map<String, String> names, String dflt) throws IOException {
+        Map<String, Object> body = new TreeMap<>();
+        body.put("names", new TreeMap<>(names));
+        if (dflt != null && names.containsKey(dflt)) body.put("default", dflt); // a removed name stops being the default
+        MetaFile.write(dir.resolve("names.meta"), NAMES_KIND, NAMES_VERSION, JSON.writeValueAsString(body));
+    }
+
+    /**
+     * The operator's default image: what {@code open_workspace} runs on when it names no image (on the levels that
+     * open images; every tenant may open it). Empty: the levels' built-in images.
+     */
+    public Optional<String> defaultName() throws IOException {
+        Path f = dir.resolve("names.meta");
+        if (!Files.isRegularFile(f)) return Optional.empty();
+        JsonNode d = JSON.readTree(MetaFile.read(f, NAMES_KIND, NAMES_VERSION)).path("default");
+        return d.isString() ? Optional.of(d.asString()) : Optional.empty();
+    }
+
+    /** Makes {@code name} the default image ({@link #defaultName}); null goes back to the built-in images. */
+    public void setDefault(String name) throws ImageException, IOException {
+        try (var lock = lock()) {
+            Map<String, String> names = names();
+            if (name != null && !names.containsKey(name)) {
+                throw new ImageException("no image named '" + name + "' (images: " + names.keySet() + ")");
+            }
+            writeNames(names, name);
+        }
     }
 
     // ---------------------------------------------------------------- import
