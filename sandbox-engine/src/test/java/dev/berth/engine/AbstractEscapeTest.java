@@ -131,7 +131,9 @@ public abstract class AbstractEscapeTest {
     @Test
     void agent_stoppedOrKilledFromARun_keepsServing() throws Exception {
         RunResult r = run(ws, "kill -STOP 1; kill -KILL 1; echo tried", 20);
-        assertTrue(r.stdout().contains("tried"), r.toString());
+        // Linux ignores both from inside the run's namespace; gVisor (runsc 20221219) now and then lets the SIGKILL
+        // reach the run's own init, which ends that run (and only it): what matters is that the agent serves on
+        assertTrue(r.stdout().contains("tried") || (info.isolation().equals("gvisor") && r.signal() == 9), r.toString());
         RunResult self = run(ws, "kill -STOP 2; echo not-stopped", 3);
         assertTrue(self.timedOut() || self.stdout().contains("not-stopped"), self.toString());
         long t0 = System.nanoTime();
