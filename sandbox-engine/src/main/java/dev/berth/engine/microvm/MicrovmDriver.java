@@ -100,7 +100,9 @@ public final class MicrovmDriver implements IsolationDriver {
         return new DriverCapabilities("microvm",
                 "QEMU microvm with its own guest kernel, no network device; the guest reaches the host only through the agent's virtio-serial port"
                         + (VmmJail.enabled() ? "; QEMU jailed: its own uid, mount namespace and cgroup, no capabilities, seccomp"
-                        : "; QEMU NOT jailed (runs as the server's user)"),
+                        : "; QEMU NOT jailed (runs as the server's user)")
+                        + (unsafeUnconfinedRuns() ? "; commands NOT confined in the guest (unsafeUnconfinedRuns)"
+                        : "; commands confined below the guest agent (own pid and mount namespace, no capabilities, seccomp, a pids/memory cgroup)"),
                 true, true, true, accel().name());
     }
 
