@@ -39,6 +39,7 @@ public final class Engine implements AutoCloseable {
     private final IdleReaper reaper;
     private final ForkMany forks;
     private final WarmPool pool;
+    private final dev.berth.engine.image.ImageStore images;
     private volatile boolean closed;
 
     private final HomeLock homeLock;
@@ -53,9 +54,10 @@ public final class Engine implements AutoCloseable {
         this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence);
+        this.images = new dev.berth.engine.image.ImageStore(store.home);
         this.pool = config.templates().poolSize() == 0 ? null : new WarmPool(store, config.templates().poolSize(),
                 config.drivers().stream().filter(d -> d.probe().available()).toList());
-        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, pool);
+        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
@@ -359,6 +361,27 @@ public final class Engine implements AutoCloseable {
     }
 
     public Path home() { return store.home; }
+
+    /** The home's image store (import, list, resolve); removal goes through {@link #removeImage} (in-use check). */
+    public dev.berth.engine.image.ImageStore images() { return images; }
+
+    /** Removes an image name (and its content with the last name), refused while a workspace or snapshot uses it. */
+    public dev.berth.engine.image.ImageStore.Removal removeImage(String name) throws EngineException {
+        try {
+            java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
+            for (Workspace w : registry.all()) {
+                if (w.image == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                String label = ImageUsage.label(w.id, w.name);
+                if (!users.contains(label)) users.add(label);
+            }
+            return images.remove(name, inUse);
+        } catch (dev.berth.engine.image.ImageException e) {
+            throw new EngineException(e.getMessage().contains("in use") ? Kind.CONFLICT : Kind.NOT_FOUND, e.getMessage(), e);
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "image store: " + e.getMessage(), e);
+        }
+    }
 
     /** The audit trail this engine records into (the MCP layer adds tool calls to it). */
     public dev.berth.engine.audit.AuditTrail auditTrail() { return evidence.trail(); }
