@@ -418,6 +418,7 @@ public final class Engine implements AutoCloseable {
             lifecycle.shutdown();
             forks.close();
             if (pool != null) pool.close();
+            lifecycle.starter.close();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
             evidence.close(); // after the proxy: its last egress records go into the chain first

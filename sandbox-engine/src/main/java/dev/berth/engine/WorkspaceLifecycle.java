@@ -23,6 +23,8 @@ import java.util.Optional;
  * whole duration and persists the record before it returns. Thread-safe.
  */
 final class WorkspaceLifecycle {
+    /** Every sandbox this engine starts is started there (see {@link SandboxStarter}); closed by {@link #shutdown}'s caller. */
+    final SandboxStarter starter = new SandboxStarter();
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     private final EngineConfig config;
@@ -104,7 +106,7 @@ final class WorkspaceLifecycle {
             Files.createDirectories(ws.stateDir());
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
-            ws.sandbox = member != null ? member.sandbox() : driver.start(startRequest(ws, mode));
+            ws.sandbox = member != null ? member.sandbox() : starter.start(driver, startRequest(ws, mode));
             connect(ws);
             java.util.Map<String, Object> extra = new java.util.LinkedHashMap<>();
             if (snap != null) {
@@ -193,7 +195,7 @@ final class WorkspaceLifecycle {
         long t0 = System.nanoTime();
         ws.move(Step.RESUME);
         try {
-            ws.sandbox = ws.driver.start(startRequest(ws, new StartRequest.Resume()));
+            ws.sandbox = starter.start(ws.driver, startRequest(ws, new StartRequest.Resume()));
             connect(ws);
             evidence.lifecycle(ws, "resume", java.util.Map.of(), t0); // before it counts as running, as for open
             ws.move(Step.RESUMED);
@@ -367,7 +369,7 @@ final class WorkspaceLifecycle {
      */
     Sandbox inspect(Workspace ws) throws EngineException {
         try {
-            return ws.driver.start(startRequest(ws, new StartRequest.Inspect()));
+            return starter.start(ws.driver, startRequest(ws, new StartRequest.Inspect()));
         } catch (SandboxException | IOException e) {
             throw new EngineException(Kind.UNAVAILABLE, "cannot read the files of damaged workspace '" + ws.label() + "': "
                     + e.getMessage() + "; its saved files are left as they were for the operator (" + ws.stateDir() + ")", e);

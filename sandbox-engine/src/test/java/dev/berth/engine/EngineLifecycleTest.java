@@ -40,6 +40,28 @@ class EngineLifecycleTest {
         return engine.run(t, RunRequest.of(ws, cmd), OutputListener.NONE).stdout();
     }
 
+    /**
+     * A workspace outlives the thread that opened (or resumed) it: MCP tool handlers run on pooled threads that are
+     * retired when idle, and a sandbox tied to its starting thread (bubblewrap's --die-with-parent) died with them.
+     */
+    @Test
+    void sandboxOutlivesTheThreadThatStartedIt() throws Exception {
+        String[] id = new String[1];
+        Thread opener = Thread.ofPlatform().start(() -> {
+            try {
+                id[0] = engine.open(A, OpenRequest.persistent("short-lived-caller")).workspace().id();
+            } catch (EngineException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        opener.join();
+        assertTrue(id[0] != null, "open failed on its thread");
+        // the run lasts long enough for a death signal sent when the opener ended to have landed
+        RunResult r = engine.run(A, RunRequest.of(id[0], "sleep 0.5; echo alive"), OutputListener.NONE);
+        assertEquals("alive\n", r.stdout(), r.toString());
+        assertEquals(null, r.recovered(), "the sandbox had to be restarted: it died with the thread that opened it");
+    }
+
     @Test
     void otherTenant_cannotSeeOrTouchWorkspaceOrSnapshot() throws Exception {
         String id = engine.open(A, OpenRequest.persistent("proj")).workspace().id();
