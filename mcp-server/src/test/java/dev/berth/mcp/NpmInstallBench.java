@@ -69,6 +69,7 @@ public final class NpmInstallBench {
                     ms.computeIfAbsent("direct", k -> new ArrayList<>()).add(direct(host, url, root, dir.resolve("host-cache-" + r)));
                     ms.computeIfAbsent("tunnel", k -> new ArrayList<>()).add(inside(tunnel, wsT, install));
                     ms.computeIfAbsent("rules", k -> new ArrayList<>()).add(inside(rules, wsR, install));
+                    System.out.println("round " + (r + 1) + " ms: " + ms); // kept if a later round fails
                 }
                 long d = median(ms.get("direct"));
                 System.out.printf("npm install of %d dependencies (%d with a fresh version the rule hides), %d rounds, median ms:%n", packages,
