@@ -5,11 +5,13 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
 # util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
-# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor); for the supply-chain tests: git, nginx-light
-# and fcgiwrap (a real git smart-HTTP server, a PyPI index and a Maven repository on loopback), brotli (br-encoded
-# registry metadata).
+# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor); umoci, skopeo and docker-registry
+# (image tests write OCI images with real tools and pull them from a real registry on loopback; openssl makes the
+# token-auth test's signing certificate); for the supply-chain tests: git, nginx-light and fcgiwrap (a real git
+# smart-HTTP server and a PyPI index on loopback), brotli (br-encoded registry metadata).
 need=()
-for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc git nginx-light fcgiwrap brotli; do
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc \
+           umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

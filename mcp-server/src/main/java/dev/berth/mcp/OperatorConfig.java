@@ -25,10 +25,10 @@ import tools.jackson.databind.json.JsonMapper;
  * resolved against the file's folder.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics) {
+                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null, null);
     }
 
     /**
@@ -52,14 +52,16 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     /**
      * When idle workspaces are parked or closed and ephemeral ones expire, in seconds (0 = never), and how many
      * workspaces may be live at once over all tenants. Absent fields keep Berth's defaults (park after 900 s idle,
-     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces); in {@code tenants.<id>.lifecycle}
+     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces, 16 forks per {@code open_workspace
+     * {count}}); in {@code tenants.<id>.lifecycle}
      * they keep the server-wide values. {@code ttl_s} applies to ephemeral workspaces only (see the engine's
      * LifecyclePolicy for why).
      */
     public record LifecycleConfig(@JsonProperty("idle_park_s") Long idleParkSeconds,
                                   @JsonProperty("idle_close_s") Long idleCloseSeconds,
                                   @JsonProperty("ttl_s") Long ttlSeconds,
-                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces) {
+                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces,
+                                  @JsonProperty("max_forks_per_open") Integer maxForksPerOpen) {
         dev.berth.engine.LifecyclePolicy over(dev.berth.engine.LifecyclePolicy base) {
             return base.with(idleParkSeconds, idleCloseSeconds, ttlSeconds);
         }
@@ -84,6 +86,19 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public int maxLiveWorkspaces() {
         return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES
                 : lifecycle.maxLiveWorkspaces();
+    }
+
+    /**
+     * The warm pool: {@code size} fresh sandboxes kept started per available isolation level (default resources),
+     * claimed by fresh opens; absent or 0 = no pool. A pool that cannot fit the machine's memory is refused at start.
+     */
+    public record Pool(Integer size) {}
+
+    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool's size. */
+    public dev.berth.engine.TemplateSettings templates() {
+        int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT
+                : lifecycle.maxForksPerOpen();
+        return new dev.berth.engine.TemplateSettings(forks, pool == null || pool.size() == null ? 0 : pool.size());
     }
 
     /**
@@ -126,7 +141,12 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * @param secrets names of the egress section's secret bindings this tenant's workspaces may ask for; absent or
      *                empty means none (the stdio user is the operator and may use every binding)
      */
-    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace) {
+    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace,
+                               List<String> images) {
+        public TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace) {
+            this(quota, secrets, lifecycle, workspace, null);
+        }
+
         public TenantConfig(Quota quota) {
             this(quota, null, null, null);
         }
@@ -208,7 +228,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
                     h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
-                    c.metrics());
+                    c.metrics(), c.pool());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth);
@@ -241,7 +261,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
         return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle,
-                audit, metrics);
+                audit, metrics, pool);
     }
 
     /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
@@ -328,9 +348,18 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
             throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
         }
+        if (pool != null && pool.size() != null && (pool.size() < 0 || pool.size() > 64)) {
+            throw new ConfigException(at + "pool.size must be 0 (no pool) to 64, got " + pool.size());
+        }
+        if (lifecycle != null && lifecycle.maxForksPerOpen() != null && lifecycle.maxForksPerOpen() < 1) {
+            throw new ConfigException(at + "lifecycle.max_forks_per_open must be >= 1, got " + lifecycle.maxForksPerOpen());
+        }
         for (var e : tenants.entrySet()) {
             LifecycleConfig tl = e.getValue() == null ? null : e.getValue().lifecycle();
             checkLifecycle(at, "tenants." + e.getKey() + ".lifecycle", tl);
+            if (tl != null && tl.maxForksPerOpen() != null) {
+                throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_forks_per_open is server-wide; set it in lifecycle");
+            }
             if (tl != null && tl.maxLiveWorkspaces() != null) {
                 throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_live_workspaces is server-wide; a tenant's"
                         + " own limit is tenants." + e.getKey() + ".quota.workspaces");
@@ -399,6 +428,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         TenantConfig tc = tenants.get(id);
         Quota q = tc == null ? null : tc.quota();
         java.util.Set<String> secrets = tc == null || tc.secrets() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.secrets());
+        // imported images this tenant may open: none unless granted ("*" grants all)
+        java.util.Set<String> images = tc == null || tc.images() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.images());
         Tenant.Sizes sizes = Tenant.Sizes.STANDARD;
         if (tc != null && tc.workspace() != null) {
             var w = tc.workspace();
@@ -406,11 +437,11 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             var big = new dev.berth.engine.spi.Resources(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE);
             sizes = new Tenant.Sizes(w.defaults() == null ? r : w.defaults().over(r), w.max() == null ? null : w.max().over(big));
         }
-        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes);
+        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes, images);
         Tenant.Quota u = Tenant.Quota.UNLIMITED;
         return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
                 q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
                 q.diskMiB() == null ? u.diskMiB() : q.diskMiB(), q.snapshots() == null ? u.snapshots() : q.snapshots(),
-                q.snapshotMiB() == null ? u.snapshotMiB() : q.snapshotMiB()), secrets, sizes);
+                q.snapshotMiB() == null ? u.snapshotMiB() : q.snapshotMiB()), secrets, sizes, images);
     }
 }

@@ -34,6 +34,24 @@ final class Results {
         if (w.expiresAt() != null) m.put("expires_at", w.expiresAt().toString());
         m.put("resources", resources(w.resources()));
         m.put("limits", w.limits().stream().map(Results::limit).toList());
+        if (w.image() != null) {
+            Map<String, Object> img = new LinkedHashMap<>();
+            img.put("name", w.image().name());
+            img.put("digest", w.image().digest());
+            m.put("image", img);
+        }
+        return m;
+    }
+
+    static Map<String, Object> image(dev.berth.engine.image.ImageInfo i) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", i.name());
+        m.put("digest", i.digest());
+        m.put("bytes", i.bytes());
+        m.put("base_disk_bytes", i.baseDiskBytes());
+        m.put("drivers", i.drivers());
+        m.put("origin", i.origin());
+        m.put("imported_at", i.importedAt());
         return m;
     }
 
@@ -71,6 +89,18 @@ final class Results {
         m.put("created", r.created());
         m.put("resumed", r.resumed());
         m.put("note", r.note());
+        if (r.pool() != null) m.put("pool", r.pool());
+        return m;
+    }
+
+    /** open_workspace with count: the first workspace as the result, and every one of them under {@code forks}. */
+    static Map<String, Object> openMany(java.util.List<OpenResult> all) {
+        Map<String, Object> m = open(all.getFirst());
+        if (all.size() > 1) {
+            m.put("note", "forked " + all.size() + " workspaces from snapshot '" + all.getFirst().workspace().fromSnapshot()
+                    + "' (this one and " + (all.size() - 1) + " more, all listed in forks)");
+        }
+        m.put("forks", all.stream().map(Results::open).toList());
         return m;
     }
 

@@ -120,8 +120,11 @@ final class Tools {
             resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
                     or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()));
         }
-        return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
-                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"))));
+        OpenRequest open = new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
+                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"));
+        Integer count = a.integer("count");
+        if (count == null) return Results.open(engine.open(tenants.apply(ex), open));
+        return Results.openMany(engine.openMany(tenants.apply(ex), open, count));
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
@@ -187,6 +190,13 @@ final class Tools {
             levels.add(l);
         });
         m.put("isolation_levels", levels);
+        try {
+            String defaultImage = engine.images().defaultName().orElse(null); // the operator's: every tenant may open it
+            m.put("images", engine.images().list().stream().filter(i -> tenant.mayImage(i.name()) || i.name().equals(defaultImage))
+                    .map(Results::image).toList());
+        } catch (java.io.IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+        }
         return m;
     }
 }

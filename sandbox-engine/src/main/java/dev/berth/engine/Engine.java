@@ -37,6 +37,9 @@ public final class Engine implements AutoCloseable {
     private final Snapshots snapshots;
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
+    private final ForkMany forks;
+    private final WarmPool pool;
+    private final dev.berth.engine.image.ImageStore images;
     private volatile boolean closed;
 
     private final HomeLock homeLock;
@@ -51,8 +54,12 @@ public final class Engine implements AutoCloseable {
         this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence);
-        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence);
+        this.images = new dev.berth.engine.image.ImageStore(store.home);
+        this.pool = config.templates().poolSize() == 0 ? null : new WarmPool(store, config.templates().poolSize(),
+                config.drivers().stream().filter(d -> d.probe().available()).toList());
+        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
+        this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
 
     /**
@@ -60,6 +67,7 @@ public final class Engine implements AutoCloseable {
      * process owns it), then recovers what a previous owner left there.
      */
     public static Engine start(EngineConfig config) throws EngineException {
+        checkPoolFits(config);
         HomeLock lock = HomeLock.acquire(config.home().toAbsolutePath());
         Store store;
         try {
@@ -79,7 +87,22 @@ public final class Engine implements AutoCloseable {
         new Recovery(config, store, engine.registry, engine.drivers).run();
         engine.registerGauges();
         engine.reaper.start();
+        if (engine.pool != null) engine.pool.start(); // after recovery: it deletes directories without a record
         return engine;
+    }
+
+    /** A warm pool whose members could not all be in memory at once is refused before anything starts. */
+    private static void checkPoolFits(EngineConfig config) throws EngineException {
+        int size = config.templates().poolSize();
+        if (size == 0) return;
+        long levels = config.drivers().stream().filter(d -> d.probe().available()).count();
+        long need = size * levels * dev.berth.engine.spi.Resources.DEFAULT.memoryMiB();
+        long have = DriverSelector.machineMemoryMiB();
+        if (have > 0 && need > have) {
+            throw new EngineException(Kind.LIMIT, "the warm pool does not fit this machine's memory: " + size + " per level x "
+                    + levels + " levels x " + dev.berth.engine.spi.Resources.DEFAULT.memoryMiB() + " MiB = " + need
+                    + " MiB, but the machine has " + have + " MiB; make the pool smaller (0 turns it off)");
+        }
     }
 
     // ---------------------------------------------------------------- lifecycle
@@ -87,6 +110,21 @@ public final class Engine implements AutoCloseable {
     public OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
         ensureOpen();
         return lifecycle.open(tenant, req);
+    }
+
+    /**
+     * Opens {@code count} workspaces from {@code req.fromSnapshot()}, started concurrently, all or nothing: each has
+     * its own id, host identity and run placeholders. {@code count} must be within 1 and the operator's limit
+     * ({@link TemplateSettings#forkLimit}); more than one needs a snapshot and no name.
+     */
+    public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count) throws EngineException {
+        ensureOpen();
+        return forks.open(tenant, req, count, config.templates().forkLimit());
+    }
+
+    /** Sandboxes of {@code isolation} waiting in the warm pool (0 without a pool). */
+    public int poolReady(String isolation) {
+        return pool == null ? 0 : pool.ready(isolation);
     }
 
     public ParkResult park(Tenant tenant, String ref) throws EngineException {
@@ -325,6 +363,27 @@ public final class Engine implements AutoCloseable {
 
     public Path home() { return store.home; }
 
+    /** The home's image store (import, list, resolve); removal goes through {@link #removeImage} (in-use check). */
+    public dev.berth.engine.image.ImageStore images() { return images; }
+
+    /** Removes an image name (and its content with the last name), refused while a workspace or snapshot uses it. */
+    public dev.berth.engine.image.ImageStore.Removal removeImage(String name) throws EngineException {
+        try {
+            java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
+            for (Workspace w : registry.all()) {
+                if (w.image == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                String label = ImageUsage.label(w.id, w.name);
+                if (!users.contains(label)) users.add(label);
+            }
+            return images.remove(name, inUse);
+        } catch (dev.berth.engine.image.ImageException e) {
+            throw new EngineException(e.getMessage().contains("in use") ? Kind.CONFLICT : Kind.NOT_FOUND, e.getMessage(), e);
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "image store: " + e.getMessage(), e);
+        }
+    }
+
     /** The audit trail this engine records into (the MCP layer adds tool calls to it). */
     public dev.berth.engine.audit.AuditTrail auditTrail() { return evidence.trail(); }
 
@@ -358,6 +417,8 @@ public final class Engine implements AutoCloseable {
         reaper.close();
         try {
             lifecycle.shutdown();
+            forks.close();
+            if (pool != null) pool.close();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
             evidence.close(); // after the proxy: its last egress records go into the chain first

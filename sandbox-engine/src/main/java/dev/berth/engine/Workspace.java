@@ -51,6 +51,11 @@ final class Workspace {
     /** The operator's lifecycle policy for this workspace's tenant. */
     volatile LifecyclePolicy policy = LifecyclePolicy.DEFAULT;
 
+    /** The imported image it runs on (null: the driver's built-in image), set at open or recovery, then fixed. */
+    volatile ImageRef image;
+    /** That image's record (its config's Env and WorkingDir are every run's defaults); null with the built-in image. */
+    volatile dev.berth.engine.image.ImageRecord imageRecord;
+
     private volatile WorkspaceState state;
     Sandbox sandbox;
     int activeRuns;
@@ -151,6 +156,7 @@ final class Workspace {
         Sandbox sb = sandbox;
         java.util.List<dev.berth.engine.spi.Limit> limits = sb != null && !sb.limits().isEmpty() ? sb.limits() : driver.limits(resources);
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt(), resources, limits);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt(), resources, limits,
+                image != null ? image : new ImageRef(ImageRef.BUILT_IN, driver.imageId()));
     }
 }

@@ -93,7 +93,10 @@ public final class NamespaceDriver implements IsolationDriver {
             Layout layout = Layout.of(request);
             try {
                 switch (request.mode()) {
-                    case StartRequest.Fresh f -> layout.createFresh();
+                    case StartRequest.Fresh f -> {
+                        layout.createFresh();
+                        if (request.image() != null) ImageSeed.seed(request.image(), layout);
+                    }
                     case StartRequest.Resume r -> layout.prepare(); // idempotent: fills in what a crash may have left out
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
                     case StartRequest.Inspect i -> throw new SandboxException(name() + " workspaces keep no saved memory to fail"
@@ -116,6 +119,7 @@ public final class NamespaceDriver implements IsolationDriver {
         // the engine deletes the runtime directory next, and must not reach the workspace's files through it) and
         // the cgroups.
         DiskImage.unmount(runtimeDir.resolve("disk"));
+        DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
         CgroupLimits.killAndRemove(runtimeDir.getFileName().toString());
     }
 
