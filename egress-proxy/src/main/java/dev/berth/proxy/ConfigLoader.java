@@ -44,12 +44,12 @@ import tools.jackson.databind.json.JsonMapper;
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules");
-    private static final Set<String> RULE = Set.of("hosts", "pushRepos");
+    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules", "advisories");
+    private static final Set<String> RULE = Set.of("hosts", "pushRepos", "minReleaseAgeDays", "exempt");
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
-    private static final Set<String> LIMITS = Set.of("quotaWindowMs", "maxConnectsPerSecond", "placeholderTtlMs", "maxHeaderBytes", "maxHeaderCount", "headerTimeoutMs", "idleTimeoutMs",
+    private static final Set<String> LIMITS = Set.of("quotaWindowMs", "maxConnectsPerSecond", "placeholderTtlMs", "maxHeaderBytes", "maxHeaderCount", "maxMetadataBytes", "headerTimeoutMs", "idleTimeoutMs",
             "maxTunnelsPerWorkspace", "maxBytesPerWorkspace", "dnsTimeoutMs", "connectTimeoutMs");
     private static final Set<String> UNSAFE = Set.of("unsafeAllowLoopbackUpstreams");
 
@@ -119,6 +119,15 @@ public final class ConfigLoader {
         if (secrets != null) secrets(secrets, b, env);
         JsonNode rules = root.get("registryRules");
         if (rules != null) registryRules(rules, b);
+        JsonNode advisories = root.get("advisories");
+        if (advisories != null) {
+            if (!advisories.isString()) throw new ConfigException("\"advisories\" must be the path of an OSV JSON file or of a directory of them");
+            try {
+                b.advisories(Advisories.load(Path.of(advisories.stringValue())));
+            } catch (IllegalArgumentException ex) {
+                throw new ConfigException(ex.getMessage());
+            }
+        }
         try {
             return b.build();
         } catch (IllegalArgumentException e) {
@@ -247,9 +256,19 @@ public final class ConfigLoader {
             JsonNode r = e.getValue();
             if (!r.isObject()) throw new ConfigException("registryRules." + e.getKey() + " must be an object");
             checkKeys(r, RULE, "registryRules." + e.getKey());
+            JsonNode age = r.get("minReleaseAgeDays");
+            if (age != null && (!age.isNumber() || age.doubleValue() < 0 || age.doubleValue() > 3650)) {
+                throw new ConfigException("registryRules." + e.getKey() + ".minReleaseAgeDays must be a number of days from 0 to 3650, got " + age);
+            }
+            List<String> exempt = strings(r.get("exempt"), "registryRules." + e.getKey() + ".exempt");
+            if (exempt != null && age == null) {
+                throw new ConfigException("registryRules." + e.getKey() + ".exempt needs minReleaseAgeDays (it exempts packages from the release age)");
+            }
             try {
-                b.registryRule(RegistryRule.of(kind, strings(r.get("hosts"), "registryRules." + e.getKey() + ".hosts"),
-                        strings(r.get("pushRepos"), "registryRules." + e.getKey() + ".pushRepos")));
+                RegistryRule rule = RegistryRule.of(kind, strings(r.get("hosts"), "registryRules." + e.getKey() + ".hosts"),
+                        strings(r.get("pushRepos"), "registryRules." + e.getKey() + ".pushRepos"));
+                if (age != null) rule = rule.withMinReleaseAge(Duration.ofSeconds(Math.round(age.doubleValue() * 86400)), exempt);
+                b.registryRule(rule);
             } catch (IllegalArgumentException ex) {
                 throw new ConfigException(ex.getMessage());
             }
@@ -311,6 +330,7 @@ public final class ConfigLoader {
             switch (e.getKey()) {
                 case "maxHeaderBytes" -> b.maxHeaderBytes(toInt(n, e.getKey()));
                 case "maxHeaderCount" -> b.maxHeaderCount(toInt(n, e.getKey()));
+                case "maxMetadataBytes" -> b.maxMetadataBytes(toInt(n, e.getKey()));
                 case "headerTimeoutMs" -> b.headerTimeout(Duration.ofMillis(n));
                 case "idleTimeoutMs" -> b.idleTimeout(Duration.ofMillis(n));
                 case "maxTunnelsPerWorkspace" -> b.maxTunnelsPerWorkspace(toInt(n, e.getKey()));

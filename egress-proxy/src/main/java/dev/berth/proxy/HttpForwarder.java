@@ -214,6 +214,44 @@ final class HttpForwarder {
             deny(403, ruled);
             return;
         }
+        filtering = null;
+        RegistryPaths.Request rq = rule == null || !session.shared.supply().active(rule) ? null
+                : RegistryPaths.classify(rule.kind(), head.method.toUpperCase(Locale.ROOT), originForm);
+        if (rq != null && rq.type() == RegistryPaths.Type.METADATA && rq.flavor().endsWith("#checksum")) {
+            ex.address = v.addressText();
+            deny(404, "the checksum of " + rq.pkg() + "'s maven-metadata.xml is not served: the proxy filters that file (release age, "
+                    + "advisories), so the registry's checksum would not match it");
+            return;
+        }
+        if (rq != null && rq.type() == RegistryPaths.Type.VERSION) {
+            ex.address = v.addressText();
+            session.shared.supply().checkVersion(session, v, tls, rule, rq).whenComplete((why, err) -> ctx.executor().execute(() -> {
+                if (ex != mine) return;
+                if (!client.isActive()) {
+                    ex.decide(v.allowed(), v.addressText(), v.reason());
+                    ex.finish("client closed before decision");
+                    ex = null;
+                    releasePending();
+                    return;
+                }
+                String refused = err != null ? "release-age check failed: " + err.getMessage() : why;
+                if (refused != null) deny(403, refused); else proceed(mine, v);
+            }));
+            return;
+        }
+        if (rq != null) filtering = new Filtering(rule, rq, v);
+        proceed(mine, v);
+    }
+
+    /** A metadata request whose response is filtered (release age, advisories) before the client sees it. */
+    record Filtering(RegistryRule rule, RegistryPaths.Request request, Gatekeeper.Vetted vetted) {}
+
+    /** The current request's metadata filter, or null. */
+    Filtering filtering;
+
+    /** The rest of {@link #vetted}: credentials, then the upstream (reused or dialed). */
+    private void proceed(Session.Exchange mine, Gatekeeper.Vetted v) {
+        Channel client = ctx.channel();
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
         rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));
@@ -306,7 +344,17 @@ final class HttpForwarder {
         String hostText = v.host().indexOf(':') >= 0 ? "[" + v.host() + "]" : v.host();
         int defaultPort = tls ? 443 : 80;
         sb.append("Host: ").append(hostText).append(v.port() == defaultPort ? "" : ":" + v.port()).append("\r\n");
-        for (String[] h : headers) sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
+        for (String[] h : headers) {
+            if (filtering != null) {
+                String lower = h[0].toLowerCase(Locale.ROOT);
+                // Filtered metadata is always fetched whole: a 304 would let the client keep an unfiltered copy, and
+                // an npm abbreviated packument has no publish times.
+                if (lower.equals("if-none-match") || lower.equals("if-modified-since") || lower.equals("range") || lower.equals("if-range")) continue;
+                if (lower.equals("accept") && filtering.rule().kind() == RegistryRule.Kind.NPM) continue;
+            }
+            sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
+        }
+        if (filtering != null && filtering.rule().kind() == RegistryRule.Kind.NPM) sb.append("Accept: application/json\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
         session.usage.addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
@@ -356,6 +404,69 @@ final class HttpForwarder {
             }
             if (changed) h.set(name, out);
         }
+    }
+
+    /**
+     * A metadata response, held back whole (head prepared, body buffered): decode it, filter it, report what was
+     * hidden, then send it with an exact Content-Length. Anything that stops the filter refuses the response (502):
+     * passing it unfiltered would hand the client the versions it must not see.
+     */
+    void filterResponse(io.netty.handler.codec.http.HttpResponse r, byte[] raw, boolean reusable) {
+        Session.Exchange mine = ex;
+        Filtering f = filtering;
+        String host = f.vetted().host();
+        byte[] decoded;
+        try {
+            decoded = ContentCodings.decode(r.headers().get("Content-Encoding"), raw, session.config().maxMetadataBytes());
+        } catch (java.io.IOException | RuntimeException e) {
+            failBeforeResponse(502, f.rule().kind().label() + " metadata of " + f.request().pkg() + " from " + host + " could not be decoded: "
+                    + e.getMessage());
+            return;
+        }
+        session.shared.supply().filter(session, f.vetted(), tls, f.rule(), f.request(), r.headers().get("Content-Type"), decoded)
+                .whenComplete((res, err) -> ctx.executor().execute(() -> {
+                    if (ex != mine) return;
+                    if (err != null) {
+                        Throwable c = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
+                        failBeforeResponse(502, f.rule().kind().label() + " metadata of " + f.request().pkg() + " from " + host
+                                + " was not filtered, so it is refused: " + c.getMessage());
+                        return;
+                    }
+                    if (!res.hidden().isEmpty()) reportHidden(f, res.hidden());
+                    var h = r.headers();
+                    h.remove("Content-Encoding");
+                    h.remove("Transfer-Encoding");
+                    h.remove("Content-MD5");
+                    if (!res.hidden().isEmpty()) h.remove("ETag"); // another body than the one the tag names
+                    h.set("Content-Length", res.body().length);
+                    ex.bytesDown += res.body().length;
+                    Channel client = ctx.channel();
+                    client.write(r, client.voidPromise());
+                    client.write(new io.netty.handler.codec.http.DefaultLastHttpContent(io.netty.buffer.Unpooled.wrappedBuffer(res.body())),
+                            client.voidPromise());
+                    client.flush();
+                    complete(reusable);
+                }));
+    }
+
+    /** One "filter" decision per response: the run result and the audit say which versions were hidden and why. */
+    private void reportHidden(Filtering f, List<MetadataFilter.Hidden> hidden) {
+        StringBuilder why = new StringBuilder("hid " + hidden.size() + " version(s) of " + f.request().pkg() + " from the "
+                + f.rule().kind().label() + " metadata: ");
+        int shown = 0;
+        for (MetadataFilter.Hidden h : hidden) {
+            if (shown++ == 8) {
+                why.append("; and ").append(hidden.size() - 8).append(" more");
+                break;
+            }
+            if (shown > 1) why.append("; ");
+            why.append(h.reason());
+        }
+        String reason = why.toString();
+        EgressContext c = session.context;
+        session.decided("filter", ex.host, ex.port, ex.address, true, reason);
+        session.shared.audit().record(new AuditRecord("decision", java.time.Instant.now(), c.workspaceId(), c.runId(), session.id, "filter",
+                head.method, ex.host, ex.port, ex.address, "allow", reason, 0, 0, 0, "metadata filtered"));
     }
 
     /** Upstream failed before any response byte reached the client: answer with status. */

@@ -37,6 +37,8 @@ public final class ProxyConfig {
     private final int maxConnectsPerSecond;
     private final Duration placeholderTtl;
     private final java.util.List<RegistryRule> registryRules;
+    private final Advisories advisories;
+    private final int maxMetadataBytes;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -56,7 +58,18 @@ public final class ProxyConfig {
         this.maxConnectsPerSecond = b.maxConnectsPerSecond;
         this.placeholderTtl = b.placeholderTtl;
         this.registryRules = java.util.List.copyOf(b.registryRules);
+        this.advisories = b.advisories;
+        this.maxMetadataBytes = b.maxMetadataBytes;
     }
+
+    /** The malicious-package advisory feed (OSV) the registry rules enforce; empty by default. */
+    public Advisories advisories() { return advisories; }
+
+    /**
+     * Largest registry metadata response (decoded) the proxy buffers to filter it (release age, advisories); a larger
+     * one is refused, since passing it unfiltered would let a hidden version through.
+     */
+    public int maxMetadataBytes() { return maxMetadataBytes; }
 
     /** Package-aware rules for registry and git hosts (read-only; git pushes only to listed repositories). */
     public java.util.List<RegistryRule> registryRules() { return registryRules; }
@@ -120,6 +133,8 @@ public final class ProxyConfig {
         b.maxConnectsPerSecond = maxConnectsPerSecond;
         b.placeholderTtl = placeholderTtl;
         b.registryRules.addAll(registryRules);
+        b.advisories = advisories;
+        b.maxMetadataBytes = maxMetadataBytes;
         b.secrets.putAll(secrets);
         b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
@@ -144,6 +159,11 @@ public final class ProxyConfig {
         private Duration placeholderTtl = Duration.ofHours(12);
         private final java.util.List<RegistryRule> registryRules = new java.util.ArrayList<>();
 
+        private Advisories advisories = Advisories.none();
+        private int maxMetadataBytes = 64 << 20;
+
+        public Builder advisories(Advisories a) { this.advisories = Objects.requireNonNull(a); return this; }
+        public Builder maxMetadataBytes(int v) { this.maxMetadataBytes = positive(v, "maxMetadataBytes"); return this; }
         public Builder registryRule(RegistryRule r) { this.registryRules.add(Objects.requireNonNull(r)); return this; }
 
         public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }

@@ -25,7 +25,8 @@ public final class RegistryRule {
             this.defaultHosts = List.of(hosts);
         }
 
-        String label() {
+        /** Lowercase name as in the config ({@code npm}, {@code pypi}, ...). */
+        public String label() {
             return name().toLowerCase(Locale.ROOT);
         }
     }
@@ -34,12 +35,50 @@ public final class RegistryRule {
     private final List<String> hosts;
     private final List<HostPattern> patterns;
     private final List<String> pushRepos;
+    private final java.time.Duration minReleaseAge;
+    private final List<String> exempt;
 
-    private RegistryRule(Kind kind, List<String> hosts, List<HostPattern> patterns, List<String> pushRepos) {
+    private RegistryRule(Kind kind, List<String> hosts, List<HostPattern> patterns, List<String> pushRepos,
+                         java.time.Duration minReleaseAge, List<String> exempt) {
         this.kind = kind;
         this.hosts = hosts;
         this.patterns = patterns;
         this.pushRepos = pushRepos;
+        this.minReleaseAge = minReleaseAge;
+        this.exempt = exempt;
+    }
+
+    /**
+     * This rule with a minimum release age: versions published less than {@code age} ago are hidden from the
+     * registry's metadata and their files refused, except for the {@code exempt} packages (exact names in the
+     * ecosystem's spelling, npm {@code @scope/name}, PyPI any PEP 503 spelling, Maven {@code groupId:artifactId}; a
+     * trailing {@code *} matches a prefix, e.g. {@code @myorg/*}).
+     *
+     * @throws IllegalArgumentException for a git rule, a negative age or a blank exemption
+     */
+    public RegistryRule withMinReleaseAge(java.time.Duration age, List<String> exempt) {
+        if (kind == Kind.GIT) throw new IllegalArgumentException("registry rule git: minReleaseAgeDays applies to npm, pypi and maven rules only");
+        if (age != null && age.isNegative()) throw new IllegalArgumentException("registry rule " + kind.label() + ": minReleaseAgeDays must not be negative");
+        List<String> ex = exempt == null ? List.of() : List.copyOf(exempt);
+        for (String e : ex) {
+            if (e.isBlank()) throw new IllegalArgumentException("registry rule " + kind.label() + ": an exempt package name is blank");
+        }
+        return new RegistryRule(kind, hosts, patterns, pushRepos, age == null || age.isZero() ? null : age, ex);
+    }
+
+    /** The minimum release age, or null if fresh versions are not held back. */
+    public java.time.Duration minReleaseAge() { return minReleaseAge; }
+
+    public List<String> exempt() { return exempt; }
+
+    /** Is this package exempt from the release age? */
+    boolean exempt(String pkg) {
+        String n = RegistryPaths.normalizeName(kind, pkg);
+        for (String e : exempt) {
+            String x = RegistryPaths.normalizeName(kind, e.endsWith("*") ? e.substring(0, e.length() - 1) : e);
+            if (e.endsWith("*") ? n.startsWith(x) : n.equals(x)) return true;
+        }
+        return false;
     }
 
     /**
@@ -69,7 +108,7 @@ public final class RegistryRule {
                 throw new IllegalArgumentException("registry rule git: push repository '" + HostNames.printable(r) + "' must look like owner/repo");
             }
         }
-        return new RegistryRule(kind, hs, List.copyOf(ps), repos);
+        return new RegistryRule(kind, hs, List.copyOf(ps), repos, null, List.of());
     }
 
     public Kind kind() { return kind; }
@@ -130,6 +169,7 @@ public final class RegistryRule {
 
     @Override
     public String toString() {
-        return "RegistryRule[" + kind.label() + " " + hosts + (pushRepos.isEmpty() ? "" : " push " + pushRepos) + "]";
+        return "RegistryRule[" + kind.label() + " " + hosts + (pushRepos.isEmpty() ? "" : " push " + pushRepos)
+                + (minReleaseAge == null ? "" : " minReleaseAge " + minReleaseAge + (exempt.isEmpty() ? "" : " exempt " + exempt)) + "]";
     }
 }

@@ -44,7 +44,13 @@ final class Shared {
         this.credentials = credentials;
         this.ca = ca;
         this.upstreamTls = upstreamTls;
+        this.supply = new SupplyGuard(config.advisories(), java.time.Instant::now);
     }
+
+    private final SupplyGuard supply;
+
+    /** Release-age and advisory checks of the registry rules (shared cache of publish times). */
+    SupplyGuard supply() { return supply; }
 
     ProxyConfig config() { return config; }
     Gatekeeper gatekeeper() { return gatekeeper; }

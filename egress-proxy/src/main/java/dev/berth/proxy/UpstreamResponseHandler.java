@@ -49,6 +49,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         this.expectHead = headRequest;
         this.started = false;
         this.informational = false;
+        this.awaitingFilter = false;
     }
 
     @Override
@@ -82,6 +83,11 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
                 started = true;
                 reusable = HttpUtil.isKeepAlive(r);
                 prepare(r);
+                if (fwd.filtering != null && code == 200 && !expectHead) {
+                    held = r;
+                    buffered = ctx.alloc().compositeBuffer(Integer.MAX_VALUE);
+                    started = false; // nothing reached the client yet: a failure can still answer with a status
+                }
             } else {
                 stripHopByHop(r.headers());
                 fwd.redact(r.headers());
@@ -97,6 +103,10 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
                 return;
             }
         }
+        if (held != null) {
+            hold(msg);
+            return;
+        }
         boolean last = msg instanceof LastHttpContent;
         if (last) fwd.redact(((LastHttpContent) msg).trailingHeaders());
         fwd.client().write(msg, fwd.client().voidPromise());
@@ -108,6 +118,49 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
                 fwd.complete(reusable);
             }
         }
+    }
+
+    /** Metadata being filtered: its head, and its body so far (bounded by maxMetadataBytes). */
+    private HttpResponse held;
+    /** The whole response is in and being filtered: the upstream closing now ends nothing. */
+    private boolean awaitingFilter;
+    private io.netty.buffer.CompositeByteBuf buffered;
+
+    private void hold(Object msg) {
+        if (msg instanceof HttpContent c) {
+            int max = fwd.session.config().maxMetadataBytes();
+            if (buffered.readableBytes() + (long) c.content().readableBytes() > max) {
+                ReferenceCountUtil.release(msg);
+                dropHeld();
+                reusable = false;
+                fwd.failBeforeResponse(502, "registry metadata response larger than " + max + " bytes (maxMetadataBytes): refused, "
+                        + "since it cannot be filtered");
+                ctx.close();
+                return;
+            }
+            buffered.addComponent(true, c.content().retain());
+        }
+        boolean last = msg instanceof LastHttpContent;
+        ReferenceCountUtil.release(msg);
+        if (last) {
+            HttpResponse r = held;
+            byte[] raw = io.netty.buffer.ByteBufUtil.getBytes(buffered);
+            dropHeld();
+            started = true;
+            awaitingFilter = true;
+            fwd.filterResponse(r, raw, reusable);
+        }
+    }
+
+    private void dropHeld() {
+        held = null;
+        if (buffered != null) buffered.release();
+        buffered = null;
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        dropHeld();
     }
 
     private void prepare(HttpResponse r) {
@@ -202,7 +255,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (fwd.isCurrentUpstream(ctx.channel()) && fwd.ex != null) {
+        if (fwd.isCurrentUpstream(ctx.channel()) && fwd.ex != null && !awaitingFilter) {
             if (!started) {
                 fwd.failBeforeResponse(502, "upstream closed the connection before sending a response");
             } else {

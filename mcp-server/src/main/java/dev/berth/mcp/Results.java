@@ -134,6 +134,7 @@ final class Results {
             x.put("count", d.count());
             return x;
         }).toList());
+        if (!r.egressFiltered().isEmpty()) m.put("egress_filtered", r.egressFiltered());
         if (r.recovered() != null) m.put("recovered", r.recovered());
         if (r.idleParkAt() != null) m.put("idle_park_at", r.idleParkAt().toString());
         if (r.expiresAt() != null) m.put("expires_at", r.expiresAt().toString());

@@ -1,6 +1,7 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.EgressDenial;
+import dev.berth.engine.EgressFiltered;
 import dev.berth.engine.RunResult;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -18,5 +19,16 @@ class RunResultSchemaTest {
                         new EgressDenial("denied.test", 80, "host 'denied.test' matches no allowlist entry", 2)),
                 List.of(), null, null, null, null, null, null, null);
         SchemaCheck.assertValid("run", McpBridge.JSON.valueToTree(Results.run(r)));
+    }
+
+    @Test
+    void runResult_withFilteredRegistryMetadata_isValidAgainstTheRunOutputSchema() {
+        RunResult r = new RunResult("ws-1", 0, 0, "", "", 0, 0, false, false, 12, false, false, null, List.of(), List.of(),
+                List.of(), null, null, null, null, null, null, null,
+                List.of(new EgressFiltered("registry.npmjs.org", 443, "hid 1 version(s) of leftish from the npm metadata: leftish@1.1.0 was "
+                        + "published 2026-11-30T10:00:00Z, less than 7 days ago (registryRules.npm.minReleaseAgeDays)", 1)));
+        var tree = McpBridge.JSON.valueToTree(Results.run(r));
+        SchemaCheck.assertValid("run", tree);
+        org.junit.jupiter.api.Assertions.assertEquals("registry.npmjs.org", tree.get("egress_filtered").get(0).get("host").asString());
     }
 }

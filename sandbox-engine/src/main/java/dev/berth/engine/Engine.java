@@ -190,6 +190,7 @@ public final class Engine implements AutoCloseable {
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
             }
             r = r.withEgressDenied(egress.denials());
+            r = r.withEgressFiltered(egress.filteredMetadata());
             r = r.withSecrets(creds.used(), creds.note());
             evidence.guardFindings(ws, runId, r.agentConfigChanges());
             String lost = ws.recovered;

@@ -19,18 +19,38 @@ import java.time.Instant;
  * @param stdoutSha256 SHA-256 of everything the command wrote to stdout (kept or not); likewise stderrSha256
  * @param runId        the run's id, as its audit records and receipt name it (null until the engine assigns it)
  * @param receipt      the signed receipt (see {@code dev.berth.engine.audit.Receipts}), null until issued
+ * @param egressFiltered registry metadata the egress proxy filtered while the run was active (versions hidden by the
+ *                     release age or the advisory feed), with the reason
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
                         boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
                         java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
                         String recovered, Instant idleParkAt, Instant expiresAt, String stdoutSha256, String stderrSha256,
-                        String runId, java.util.Map<String, Object> receipt) {
+                        String runId, java.util.Map<String, Object> receipt, java.util.List<EgressFiltered> egressFiltered) {
+
+    /** A result without filtered registry metadata (the shape before registry filtering existed). */
+    public RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
+                     long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
+                     boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
+                     java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
+                     String recovered, Instant idleParkAt, Instant expiresAt, String stdoutSha256, String stderrSha256,
+                     String runId, java.util.Map<String, Object> receipt) {
+        this(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated, stderrTruncated, durationMs,
+                timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered, idleParkAt, expiresAt,
+                stdoutSha256, stderrSha256, runId, receipt, java.util.List.of());
+    }
+
+    RunResult withEgressFiltered(java.util.List<EgressFiltered> filtered) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
+                idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, filtered);
+    }
 
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
-                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
     RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
@@ -40,29 +60,29 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
             n = n == null ? said : n + "; " + said;
         }
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
     RunResult withSecrets(java.util.List<SecretUse> used, String said) {
         String n = said == null ? note : note == null ? said : note + "; " + said;
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
     RunResult withRecovered(String what) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt);
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
     RunResult withLifecycle(Instant idlePark, Instant expires) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idlePark, expires, stdoutSha256, stderrSha256, runId, receipt);
+                idlePark, expires, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
     RunResult withReceipt(String id, java.util.Map<String, Object> signed) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed);
+                idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed, egressFiltered);
     }
 }

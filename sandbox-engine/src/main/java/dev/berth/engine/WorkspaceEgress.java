@@ -84,6 +84,23 @@ final class WorkspaceEgress implements TunnelHandler {
 
         synchronized List<EgressDenial> denials() { return new ArrayList<>(denied.values()); }
 
+        private final Map<String, EgressFiltered> filtered = new LinkedHashMap<>();
+
+        synchronized void filtered(String host, int port, String reason) {
+            filtered.merge(host + ":" + port + ":" + reason, new EgressFiltered(host, port, reason, 1),
+                    (a, b) -> new EgressFiltered(a.host(), a.port(), a.reason(), a.count() + 1));
+        }
+
+        /** Registry metadata filtered for this run (versions hidden), by host, port and reason. */
+        synchronized List<EgressFiltered> filteredMetadata() { return new ArrayList<>(filtered.values()); }
+
+        /** One decision of this run's connections: a denial, a filtered metadata response, or an allowed exchange. */
+        void record(Decision d) {
+            if ("filter".equals(d.kind())) filtered(d.host(), d.port(), d.reason());
+            else if (d.allowed()) allow(d.host(), d.port());
+            else add(d.host(), d.port(), d.reason());
+        }
+
         synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
 
         /** Allowed decisions (connections and requests) while the run was active, by host:port. */
@@ -126,7 +143,7 @@ final class WorkspaceEgress implements TunnelHandler {
         RunEgress owner = tunnel.execChannel() == 0 ? null : byExec.get(tunnel.execChannel());
         EgressContext ctx = owner != null
                 ? new EgressContext(workspaceId, owner.runId, owner.narrowing == null ? policy : policy.narrow(owner.narrowing),
-                        d -> { if (d.allowed()) owner.allow(d.host(), d.port()); else owner.add(d.host(), d.port(), d.reason()); }, secrets)
+                        owner::record, secrets)
                 : new EgressContext(workspaceId, null, effective(), this::onDecision, secrets);
         ProxyConnection conn = proxy.attach(ctx, new ClientSink() {
             @Override public void write(ByteBuffer toClient) {
@@ -151,11 +168,7 @@ final class WorkspaceEgress implements TunnelHandler {
 
     /** A decision on a connection no run could be attributed: every active run hears of a denial. */
     private void onDecision(Decision d) {
-        if (d.allowed()) {
-            for (RunEgress r : active) r.allow(d.host(), d.port());
-            return;
-        }
-        for (RunEgress r : active) r.add(d.host(), d.port(), d.reason());
+        for (RunEgress r : active) r.record(d);
     }
 
     void forget() {

@@ -80,6 +80,30 @@ public final class TestPki {
                 .encodeToString(c.getEncoded()) + "\n-----END CERTIFICATE-----\n";
     }
 
+    /**
+     * A leaf certificate for {@code dnsNames} signed by this CA, written as PEM (certificate chain, then the PKCS#8
+     * private key) for servers configured with files, such as nginx.
+     */
+    public void writeServerPem(Path certFile, Path keyFile, String... dnsNames) throws Exception {
+        KeyPair keys = rsa();
+        Files.writeString(certFile, pem(leaf(keys, dnsNames)) + caPem());
+        Files.writeString(keyFile, "-----BEGIN PRIVATE KEY-----\n" + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+                .encodeToString(keys.getPrivate().getEncoded()) + "\n-----END PRIVATE KEY-----\n");
+    }
+
+    private X509Certificate leaf(KeyPair keys, String... dnsNames) throws Exception {
+        Date from = new Date(System.currentTimeMillis() - 3_600_000L);
+        Date to = new Date(System.currentTimeMillis() + 86_400_000L);
+        var b = new JcaX509v3CertificateBuilder(new X500Name(ca.getSubjectX500Principal().getName()),
+                BigInteger.valueOf(new SecureRandom().nextLong() & Long.MAX_VALUE), from, to,
+                new X500Name("CN=" + dnsNames[0]), keys.getPublic());
+        GeneralName[] names = new GeneralName[dnsNames.length];
+        for (int i = 0; i < dnsNames.length; i++) names[i] = new GeneralName(GeneralName.dNSName, dnsNames[i]);
+        b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(names));
+        b.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
+        return new JcaX509CertificateConverter().getCertificate(b.build(new JcaContentSignerBuilder("SHA256withRSA").build(caKeys.getPrivate())));
+    }
+
     /** A server TLS context presenting a certificate for {@code dnsNames}, signed by this CA. */
     public SSLContext serverContext(String... dnsNames) throws Exception {
         KeyPair keys = rsa();
