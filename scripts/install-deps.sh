@@ -5,9 +5,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
 # util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
-# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor).
+# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor), chromium (a real browser loads an exposed
+# port's page and its WebSocket in PreviewE2eTest).
 need=()
-for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc; do
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -37,6 +37,7 @@ public final class Engine implements AutoCloseable {
     private final Snapshots snapshots;
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
+    private final Ports ports;
     private volatile boolean closed;
 
     private final HomeLock homeLock;
@@ -53,6 +54,7 @@ public final class Engine implements AutoCloseable {
         this.snapshots = new Snapshots(store, registry, evidence);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence);
         this.reaper = new IdleReaper(config, registry, lifecycle);
+        this.ports = new Ports(registry, lifecycle, evidence);
     }
 
     /**
@@ -77,6 +79,7 @@ public final class Engine implements AutoCloseable {
         }
         Engine engine = new Engine(config, store, lock, evidence);
         new Recovery(config, store, engine.registry, engine.drivers).run();
+        engine.ports.load();
         engine.registerGauges();
         engine.reaper.start();
         return engine;
@@ -102,6 +105,9 @@ public final class Engine implements AutoCloseable {
         ensureOpen();
         return lifecycle.close(registry.resolve(tenant, ref), delete);
     }
+
+    /** Exposed ports of workspaces (previews of dev servers): expose, unexpose, list, connect. */
+    public Ports ports() { return ports; }
 
     // ---------------------------------------------------------------- snapshots
 
