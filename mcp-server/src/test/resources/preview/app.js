@@ -26,6 +26,16 @@ const server = http.createServer((req, res) => {
       res.write(`data: tick ${++n}\n\n`);
       if (n === 3) { clearInterval(t); res.end(); }
     }, 50);
+  } else if (req.url.startsWith('/big/')) {
+    const mib = Number(req.url.slice(5));
+    const chunk = Buffer.alloc(1 << 20, 120);
+    res.writeHead(200, {'content-type': 'application/octet-stream', 'content-length': mib << 20});
+    let i = 0;
+    const more = () => { while (i < mib) { i++; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); };
+    more();
+  } else if (req.url === '/tiny') {
+    res.writeHead(200, {'content-type': 'text/plain', 'content-length': 2});
+    res.end('ok');
   } else if (req.url === '/hold') {
     res.writeHead(200, {'content-type': 'text/plain'});
     res.write('held\n'); // and never ends: the connection stays open until the client closes it

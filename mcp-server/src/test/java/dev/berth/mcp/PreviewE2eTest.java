@@ -63,11 +63,17 @@ class PreviewE2eTest {
 
     /** Both dev servers as background runs; returns once both listen (checked from inside, no fixed sleep). */
     private void startServers() throws IOException {
-        ok("run", Map.of("workspace", ws, "background", true, "command", "node /workspace/app.js 3000"));
-        ok("run", Map.of("workspace", ws, "background", true, "command", "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1"));
+        String node = ok("run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "node /workspace/app.js 3000")).path("process").asString();
+        String py = ok("run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1")).path("process").asString();
         JsonNode r = ok("run", Map.of("workspace", ws, "timeout_s", 60, "command",
-                "for p in 3000 8000; do until (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; do sleep 0.05; done; done; echo up"));
-        assertEquals("up\n", r.path("stdout").asString(), r.toString());
+                "python3 -c 'import socket, time\nfor p in (3000, 8000):\n    while True:\n        try:\n            socket.create_connection((\"127.0.0.1\", p)).close(); break\n        except OSError:\n            time.sleep(0.05)\nprint(\"up\")'"));
+        assertEquals("up\n", r.path("stdout").asString(), () -> {
+            try {
+                return r + "\nnode: " + ok("run", Map.of("workspace", ws, "process", node)) + "\npython: " + ok("run", Map.of("workspace", ws, "process", py));
+            } catch (IOException e) {
+                return r + " " + e;
+            }
+        });
     }
 
     @AfterAll
@@ -178,8 +184,41 @@ class PreviewE2eTest {
         Path body = Files.write(home.resolve("upload.bin"), big);
         String[] up = curl("--data-binary", "@" + body, url + "upload");
         assertEquals("got " + big.length, up[0], up[1]);
+        webSocketEcho(URI.create(url).getPath() + "ws");
         String[] upChunked = curl("-H", "Transfer-Encoding: chunked", "--data-binary", "@" + body, url + "upload");
         assertEquals("got " + big.length, upChunked[0], upChunked[1]);
+    }
+
+    /** A WebSocket handshake and one masked text frame by hand: the echo comes back through the relay. */
+    private void webSocketEcho(String path) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", previewPort)) {
+            s.setSoTimeout(30_000);
+            OutputStream out = s.getOutputStream();
+            out.write(("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + previewPort + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:" + previewPort + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            String status = firstLine(in);
+            assertTrue(status.startsWith("HTTP/1.1 101"), status);
+            String line;
+            boolean accept = false;
+            while (!(line = firstLine(in)).isBlank()) accept |= line.equals("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r");
+            assertTrue(accept, "the app's handshake answer arrives unchanged");
+            byte[] msg = "hello over ws".getBytes(StandardCharsets.US_ASCII);
+            byte[] mask = {1, 2, 3, 4};
+            byte[] frame = new byte[6 + msg.length];
+            frame[0] = (byte) 0x81;
+            frame[1] = (byte) (0x80 | msg.length);
+            System.arraycopy(mask, 0, frame, 2, 4);
+            for (int i = 0; i < msg.length; i++) frame[6 + i] = (byte) (msg[i] ^ mask[i % 4]);
+            out.write(frame);
+            out.flush();
+            byte[] echo = in.readNBytes(2 + msg.length);
+            assertEquals((byte) 0x81, echo[0]);
+            assertEquals(msg.length, echo[1]);
+            assertEquals("hello over ws", new String(echo, 2, msg.length, StandardCharsets.US_ASCII));
+        }
     }
 
     @Test
@@ -187,14 +226,12 @@ class PreviewE2eTest {
     void chromium_loadsThePageAndItsWebSocketEchoes() throws Exception {
         JsonNode e = ok("expose_port", Map.of("workspace", ws, "port", 3000, "access", "link"));
         String url = e.path("url").asString();
-        String chromium = Files.isExecutable(Path.of("/usr/bin/chromium")) ? "/usr/bin/chromium" : "chromium";
-        Path profile = Files.createTempDirectory(home, "chromium");
-        Process p = new ProcessBuilder(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
-                "--virtual-time-budget=10000", "--dump-dom", url).redirectError(home.resolve("chromium.log").toFile()).start();
-        String dom = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "chromium did not finish");
-        assertTrue(dom.contains("<div id=\"echo\">echo:ping-berth</div>"), "the page's WebSocket echo is in the DOM:\n" + dom
-                + "\nchromium log:\n" + Files.readString(home.resolve("chromium.log")));
+        try (HeadlessChromium browser = new HeadlessChromium(home, url)) {
+            // the page's script opens a WebSocket through the preview and writes the echo into the DOM
+            String echo = browser.evaluate("new Promise(r => { const f = () => { const e = document.getElementById('echo');"
+                    + " if (e) r(e.textContent); else setTimeout(f, 50); }; f(); })", java.time.Duration.ofSeconds(60));
+            assertEquals("echo:ping-berth", echo);
+        }
     }
 
     @Test
@@ -215,7 +252,8 @@ class PreviewE2eTest {
         JsonNode link = ok("expose_port", Map.of("workspace", ws, "port", 3000, "access", "link"));
         String path = URI.create(link.path("url").asString()).getPath();
         String smuggle = raw("POST " + path + "upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /admin HTTP/1.1\r\n\r\n");
-        assertTrue(smuggle.startsWith("HTTP/1.1 400") && smuggle.contains("smuggling"), smuggle);
+        // refused before routing, by our check or by Netty's decoder (which names the same shape)
+        assertTrue(smuggle.startsWith("HTTP/1.1 400") && smuggle.contains("Transfer-Encoding") && !smuggle.contains("/admin"), smuggle);
         String twoLengths = raw("POST " + path + "upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde");
         assertTrue(twoLengths.startsWith("HTTP/1.1 400"), twoLengths);
         String badTe = raw("POST " + path + "upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");

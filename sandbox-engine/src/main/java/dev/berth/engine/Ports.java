@@ -120,13 +120,14 @@ public final class Ports {
                         + " exposed ports already (limit " + MAX_PER_WORKSPACE + "); close one with expose_port close: true");
             }
             PortExposure e = new PortExposure(newId(), ws.id, ws.tenant, port, acc, now, ttl == null ? null : now.plusSeconds(ttl));
-            if (old != null) byId.remove(old.id());
+            List<PortExposure> replaced = byId.values().stream().filter(x -> x.workspace().equals(ws.id) && x.port() == port).toList();
+            replaced.forEach(x -> byId.remove(x.id())); // expired ones of this port too: one exposure per port
             byId.put(e.id(), e);
             try {
                 save(ws);
             } catch (EngineException x) {
                 byId.remove(e.id());
-                if (old != null) byId.put(old.id(), old);
+                replaced.forEach(r -> byId.put(r.id(), r));
                 throw x;
             }
             Map<String, Object> m = fields(e);
@@ -144,14 +145,15 @@ public final class Ports {
         Workspace ws = registry.resolve(tenant, ref);
         ws.lock.lock();
         try {
-            PortExposure e = byId.values().stream().filter(x -> x.workspace().equals(ws.id) && x.port() == port).findFirst()
+            List<PortExposure> all = byId.values().stream().filter(x -> x.workspace().equals(ws.id) && x.port() == port).toList();
+            PortExposure e = all.stream().filter(x -> !x.expired(Instant.now())).findFirst()
                     .orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "port " + port + " of workspace '" + ws.label()
-                            + "' is not exposed"));
-            byId.remove(e.id());
+                            + "' is not exposed" + (all.isEmpty() ? "" : " (its last exposure has expired)")));
+            all.forEach(x -> byId.remove(x.id()));
             try {
                 save(ws);
             } catch (EngineException x) {
-                byId.put(e.id(), e);
+                all.forEach(r -> byId.put(r.id(), r));
                 throw x;
             }
             Map<String, Object> m = fields(e);
