@@ -63,7 +63,7 @@ class PreviewE2eTest {
 
     /** Both dev servers as background runs; returns once both listen (checked from inside, no fixed sleep). */
     private void startServers() throws IOException {
-        String node = ok("run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "node /workspace/app.js 3000")).path("process").asString();
+        String node = ok("run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "node /workspace/app.js 3000 >> /workspace/node.log 2>&1")).path("process").asString();
         String py = ok("run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1")).path("process").asString();
         JsonNode r = ok("run", Map.of("workspace", ws, "timeout_s", 60, "command",
                 "python3 -c 'import socket, time\nfor p in (3000, 8000):\n    while True:\n        try:\n            socket.create_connection((\"127.0.0.1\", p)).close(); break\n        except OSError:\n            time.sleep(0.05)\nprint(\"up\")'"));
@@ -183,10 +183,18 @@ class PreviewE2eTest {
         byte[] big = new byte[3 << 20];
         Path body = Files.write(home.resolve("upload.bin"), big);
         String[] up = curl("--data-binary", "@" + body, url + "upload");
-        assertEquals("got " + big.length, up[0], up[1]);
+        assertEquals("got " + big.length, up[0], () -> up[1] + " node log: " + nodeLog());
         webSocketEcho(URI.create(url).getPath() + "ws");
         String[] upChunked = curl("-H", "Transfer-Encoding: chunked", "--data-binary", "@" + body, url + "upload");
         assertEquals("got " + big.length, upChunked[0], upChunked[1]);
+    }
+
+    private String nodeLog() {
+        try {
+            return mcp.call("run", Map.of("workspace", ws, "command", "cat /workspace/node.log; ps -ef | grep -c node")).toString();
+        } catch (IOException e) {
+            return e.toString();
+        }
     }
 
     /** A WebSocket handshake and one masked text frame by hand: the echo comes back through the relay. */

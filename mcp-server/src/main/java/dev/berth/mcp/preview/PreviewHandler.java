@@ -95,6 +95,10 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         @Override
         public void onData(ByteBuffer data) {
             int n = data.remaining();
+            if (!ctx.channel().isActive()) {
+                consumed(n); // the browser is gone: drain what the app still sends until it closes
+                return;
+            }
             ctx.channel().writeAndFlush(Unpooled.wrappedBuffer(data)).addListener(f -> {
                 if (f.isSuccess()) consumed(n);
             });
@@ -144,7 +148,17 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (up != null) up.end("browser closed the connection");
+        if (up != null) {
+            // like a proxy: the app sees EOF (not a reset) and closes its side; an app that does not within 5 s is reset
+            Upstream u = up;
+            PortStream s = u.stream;
+            if (s != null) {
+                s.shutdownOutput();
+                ctx.executor().schedule(() -> u.end("browser closed the connection"), 5, java.util.concurrent.TimeUnit.SECONDS);
+            } else {
+                u.end("browser closed the connection");
+            }
+        }
         pending.forEach(ReferenceCountUtil::release);
         pending.clear();
         ctx.fireChannelInactive();
