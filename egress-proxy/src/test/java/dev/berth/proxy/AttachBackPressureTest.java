@@ -97,9 +97,16 @@ class AttachBackPressureTest {
                 });
                 holder[0] = c;
                 c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + source.getLocalPort() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
-                Thread.sleep(1000);
+                // the stall begins once more than 100 bytes were delivered; then, with the engine not writable, the
+                // proxy stops reading upstream and TCP flow control stops the source: wait until its count stands still
+                Harness.await(() -> delivered.get() > 100, "the first bytes delivered");
+                long last = -1;
+                for (long deadline = System.nanoTime() + 10_000_000_000L; upstreamSent.get() != last && System.nanoTime() < deadline; ) {
+                    last = upstreamSent.get();
+                    Thread.sleep(200); // an observation window: the source is blocked once it sends nothing for this long
+                }
                 long stalledAt = delivered.get();
-                Thread.sleep(500);
+                Thread.sleep(300); // nothing may arrive in a further window while not writable
                 assertEquals(stalledAt, delivered.get(), "nothing delivered while the engine is not writable");
                 assertTrue(stalledAt < 4L << 20, "bounded in-flight data, got " + stalledAt);
                 assertTrue(upstreamSent.get() < 64L << 20, "upstream is blocked by TCP flow control, sent " + upstreamSent.get());

@@ -97,7 +97,9 @@ class CredentialInjectionTest {
             int before = f.decisions.size();
             assertEquals(200, get(c, api("/one?expect=bearer"), auth).statusCode());
             assertEquals(200, get(c, api("/two?expect=bearer"), auth).statusCode());
-            Thread.sleep(50);
+            // decisions are published as they are made, on the proxy's event loop: wait for the second https one
+            Harness.await(() -> f.decisions.subList(before, f.decisions.size()).stream()
+                    .filter(d -> d.kind().equals("https") && d.allowed()).count() >= 2, "two https decisions");
             List<Decision> mine = f.decisions.subList(before, f.decisions.size());
             assertEquals(1, mine.stream().filter(d -> d.kind().equals("connect")).count(), mine.toString());
             assertEquals(2, mine.stream().filter(d -> d.kind().equals("https") && d.allowed()).count(), mine.toString());
@@ -274,7 +276,9 @@ class CredentialInjectionTest {
             get(c, "https://registry.cred.test:" + f.pA + "/c", "Bearer " + g.environment().get("NPM_TOKEN"));
             assertFalse(g.toString().contains(CredentialFixture.GITHUB_SECRET));
         }
-        Thread.sleep(100);
+        // the audit records of the three requests come when their connections close (the client closed them above)
+        Harness.await(() -> f.audit.stream().anyMatch(a -> a.reason() != null && a.reason().contains("injected credential 'npm'")),
+                "the audit record of the npm injection");
         String basicSecret = CredentialFixture.basic("x-access-token:" + CredentialFixture.GITHUB_SECRET).substring(6);
         for (String secret : List.of(CredentialFixture.GITHUB_SECRET, CredentialFixture.NPM_SECRET, basicSecret)) {
             for (Object o : f.audit) assertFalse(o.toString().contains(secret), o::toString);

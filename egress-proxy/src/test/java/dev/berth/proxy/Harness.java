@@ -86,6 +86,15 @@ final class Harness implements AutoCloseable {
         }
     }
 
+    /** Waits up to 5 s for {@code condition}, polling; fails naming {@code what}. */
+    static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("waited 5 s for " + what);
+            Thread.sleep(5);
+        }
+    }
+
     Decision awaitDecision(int index) throws InterruptedException {
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (decisions.size() <= index) {

@@ -43,12 +43,24 @@ final class ToolAudit {
         m.put("arguments", redact(normal));
         boolean readOnly = READ_ONLY.contains(tool) || (tool.equals("run") && args != null && args.get("process") != null);
         try {
-            trail.record(tenant.id(), "tool_call", m, readOnly ? Durability.DURABLE : Durability.WRITTEN);
+            trail.record(tenant.id(), "tool_call", m, durability(tool, readOnly));
         } catch (AuditException e) {
             throw new EngineException(EngineException.Kind.UNAVAILABLE, "the audit log cannot be written, so Berth refuses to"
                     + " run " + tool + " unrecorded: " + e.getMessage() + ". The operator must free or fix the disk of the"
                     + " Berth home (or set audit.on_failure to \"continue\")", e);
         }
+    }
+
+    /**
+     * How far a tool call's record goes before the call proceeds. Read-only calls: durable now (nothing later makes
+     * it so). A {@code run}: queued, because the engine writes its {@code run_start} (and with it everything
+     * queued, this record included, in one write) before the command starts, and a run refused before that records
+     * a durable {@code tool_error}; one write instead of two on the hottest path. Other calls: written now, so a full
+     * disk fails them before they change anything.
+     */
+    static Durability durability(String tool, boolean readOnly) {
+        if (readOnly) return Durability.DURABLE;
+        return tool.equals("run") ? Durability.QUEUED : Durability.WRITTEN;
     }
 
     /** A call that failed: durable, so the refusal itself is on record. Never throws (the caller already fails). */

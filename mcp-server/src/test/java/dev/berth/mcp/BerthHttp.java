@@ -21,6 +21,8 @@ final class BerthHttp implements AutoCloseable {
     final int port;
     final Path home;
     private final StringBuffer log = new StringBuffer();
+    /** Completes when the log reader has read the process's output to its end. */
+    private final CompletableFuture<Void> logEnded = new CompletableFuture<>();
 
     private BerthHttp(Process p, int port, Path home) {
         this.process = p;
@@ -61,6 +63,7 @@ final class BerthHttp implements AutoCloseable {
                 // the process is gone
             }
             ready.complete(false);
+            b.logEnded.complete(null);
         });
         try {
             if (!ready.get(60, TimeUnit.SECONDS)) throw new IOException("berth http exited before listening:\n" + b.log);
@@ -93,8 +96,9 @@ final class BerthHttp implements AutoCloseable {
         if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
     }
 
-    boolean stoppedCleanly() throws InterruptedException {
-        Thread.sleep(200); // the log reader drains the last lines
+    boolean stoppedCleanly() throws Exception {
+        if (process.isAlive()) return false;
+        logEnded.get(10, TimeUnit.SECONDS); // the output of an exited process ends: the reader has every line
         return log.toString().contains("berth http stopped");
     }
 }

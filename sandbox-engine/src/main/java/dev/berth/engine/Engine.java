@@ -246,7 +246,7 @@ public final class Engine implements AutoCloseable {
     public FileContent readFile(Tenant tenant, String ref, String path, long offset, int maxBytes) throws EngineException {
         String p = WorkspacePaths.resolve(path);
         FileOps.checkRead(offset, maxBytes);
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.read(sandbox.agent(), p, offset, maxBytes));
+        return withSandbox(tenant, ref, WorkspaceAction.READ_FILES, (ws, sandbox, resumed) -> FileOps.read(sandbox.agent(), p, offset, maxBytes));
     }
 
     /** Writes (or appends to) a file, creating missing parent directories. Returns the bytes written. */
@@ -262,7 +262,7 @@ public final class Engine implements AutoCloseable {
 
     public FileListing listFiles(Tenant tenant, String ref, String path) throws EngineException {
         String p = WorkspacePaths.resolve(path);
-        return withSandbox(tenant, ref, WorkspaceAction.FILES, (ws, sandbox, resumed) -> FileOps.list(sandbox.agent(), p));
+        return withSandbox(tenant, ref, WorkspaceAction.READ_FILES, (ws, sandbox, resumed) -> FileOps.list(sandbox.agent(), p));
     }
 
     @FunctionalInterface
@@ -282,7 +282,15 @@ public final class Engine implements AutoCloseable {
         Sandbox sandbox;
         ws.lock.lock();
         try {
-            ws.admit(action);
+            if (ws.admit(action) == Transitions.Effect.INSPECT) {
+                // a damaged workspace: its disk in a throwaway sandbox, under the lock (close waits for it)
+                Sandbox rescue = lifecycle.inspect(ws);
+                try {
+                    return fn.call(ws, rescue, false);
+                } finally {
+                    rescue.destroy();
+                }
+            }
             resumed = lifecycle.ensureRunning(tenant, ws);
             ws.activeRuns++;
             sandbox = ws.sandbox;

@@ -260,8 +260,9 @@ final class EngineEvidence implements AutoCloseable {
         List<Map<String, Object>> secrets = r.secretsUsed().stream().map(EngineEvidence::use).toList();
         m.put("secrets_used", secrets);
         if (r.resumed()) m.put("resumed", true);
-        // written now, fsynced below: the receipt is signed while the fsync (the flusher's, or ours) is under way
+        // written now and fsynced on another thread at once; the receipt is signed while the disk works
         AuditLog.Position pos = record(ws.tenant, "run", m, Durability.WRITTEN);
+        trail.syncAhead(ws.tenant, pos); // the fsync runs while the receipt is built and signed
 
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("run", runId);

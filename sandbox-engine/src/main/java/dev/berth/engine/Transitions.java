@@ -40,7 +40,12 @@ final class Transitions {
         /** nothing to do (park of a parked workspace) */
         ALREADY_DONE,
         /** the workspace is parked: work on its saved state without starting it (snapshot) */
-        FROM_SAVED_STATE
+        FROM_SAVED_STATE,
+        /**
+         * the workspace is damaged: read its files from a throwaway, read-only start of its disk (no memory), leaving
+         * its state and saved files as they are
+         */
+        INSPECT
     }
 
     private static final Map<WorkspaceState, Map<Step, WorkspaceState>> MOVES = new EnumMap<>(WorkspaceState.class);
@@ -95,6 +100,7 @@ final class Transitions {
             case PARKED -> switch (action) {
                 case WorkspaceAction.Run r -> Effect.RESUME_FIRST;
                 case WorkspaceAction.Files f -> Effect.RESUME_FIRST;
+                case WorkspaceAction.ReadFiles f -> Effect.RESUME_FIRST;
                 case WorkspaceAction.Park p -> Effect.ALREADY_DONE;
                 case WorkspaceAction.Snapshot s -> Effect.FROM_SAVED_STATE;
                 case WorkspaceAction.Close c -> Effect.PROCEED;
@@ -104,6 +110,7 @@ final class Transitions {
                 case WorkspaceAction.Park p -> Effect.ALREADY_DONE;
                 case WorkspaceAction.Run r -> throw refuse(action, workspace, DAMAGED_ADVICE);
                 case WorkspaceAction.Files f -> throw refuse(action, workspace, DAMAGED_ADVICE);
+                case WorkspaceAction.ReadFiles f -> Effect.INSPECT;
                 case WorkspaceAction.Snapshot s -> throw refuse(action, workspace, DAMAGED_ADVICE);
             };
             case CLOSED -> throw refuse(action, workspace, "it is closed; open a new workspace (or open_workspace with from_snapshot)");
@@ -112,7 +119,8 @@ final class Transitions {
     }
 
     static final String DAMAGED_ADVICE = "it is damaged (its saved state failed verification, see list_workspaces);"
-            + " nothing was resumed. Close it with delete: true, or ask the operator to inspect its files";
+            + " nothing was resumed. read_file and list_files still show what is on its disk (read-only, without what"
+            + " was only in memory); close it with delete: true when done";
 
     private static EngineException refuse(WorkspaceAction action, String workspace, String why) {
         return new EngineException(Kind.ILLEGAL_STATE, "cannot " + action.verb() + " workspace '" + workspace + "': " + why);

@@ -11,12 +11,15 @@ public sealed interface WorkspaceAction {
 
     record Run() implements WorkspaceAction { public String verb() { return "run in"; } }
     record Files() implements WorkspaceAction { public String verb() { return "access files of"; } }
+    /** Reading files (read_file, list_files): also allowed, read-only, on a damaged workspace. */
+    record ReadFiles() implements WorkspaceAction { public String verb() { return "read files of"; } }
     record Park() implements WorkspaceAction { public String verb() { return "park"; } }
     record Snapshot() implements WorkspaceAction { public String verb() { return "snapshot"; } }
     record Close() implements WorkspaceAction { public String verb() { return "close"; } }
 
     WorkspaceAction RUN = new Run();
     WorkspaceAction FILES = new Files();
+    WorkspaceAction READ_FILES = new ReadFiles();
     WorkspaceAction PARK = new Park();
     WorkspaceAction SNAPSHOT = new Snapshot();
     WorkspaceAction CLOSE = new Close();

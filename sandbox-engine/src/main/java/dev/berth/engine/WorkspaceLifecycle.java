@@ -333,6 +333,19 @@ final class WorkspaceLifecycle {
         }
     }
 
+    /**
+     * A throwaway, read-only sandbox on a damaged workspace's disk (see {@link StartRequest.Inspect}); the workspace
+     * stays damaged and its saved files are not touched. Caller holds the lock and destroys the sandbox after use.
+     */
+    Sandbox inspect(Workspace ws) throws EngineException {
+        try {
+            return ws.driver.start(startRequest(ws, new StartRequest.Inspect()));
+        } catch (SandboxException | IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "cannot read the files of damaged workspace '" + ws.label() + "': "
+                    + e.getMessage() + "; its saved files are left as they were for the operator (" + ws.stateDir() + ")", e);
+        }
+    }
+
     private StartRequest startRequest(Workspace ws, StartRequest.Mode mode) throws IOException {
         Files.createDirectories(ws.runtimeDir);
         Store.traverseOnly(ws.runtimeDir);

@@ -92,9 +92,10 @@ public final class EvidenceBenchmark {
         }
     }
 
-    /** What one MCP run call records: the tool call (written, fsynced behind), then the engine's run. */
+    /** What one MCP run call records: the tool call (queued), then the engine's run_start (written) and run (fsynced). */
     private static void runOn(Engine engine, AuditTrail trail, RunRequest req) throws Exception {
-        trail.record("local", "tool_call", Map.of("tool", "run", "arguments", Map.of("command", req.command())), Durability.WRITTEN);
+        // as ToolAudit does for a foreground run: queued, written together with the engine's run_start
+        trail.record("local", "tool_call", Map.of("tool", "run", "arguments", Map.of("command", req.command())), Durability.QUEUED);
         engine.run(Tenant.LOCAL, req, OutputListener.NONE);
     }
 
@@ -102,7 +103,8 @@ public final class EvidenceBenchmark {
         if (n <= 0) return;
         try (Echo up = new Echo()) {
             Policy allow = Policy.of(List.of("allowed.test:" + up.port()));
-            ProxyConfig cfg = ProxyConfig.builder().ceiling(allow).unsafeAllowLoopbackUpstreams(true).build();
+            ProxyConfig cfg = ProxyConfig.builder().ceiling(allow).unsafeAllowLoopbackUpstreams(true)
+                    .maxConnectsPerSecond(1_000_000).build(); // the per-workspace rate limit would refuse the benchmark's loop
             AuditTrail trail = AuditTrail.open(Files.createDirectories(dir.resolve("egress")), AuditTrail.OnFailure.REFUSE);
             trail.bindWorkspace("ws-bench", "bench");
             EgressContext ctx = new EgressContext("ws-bench", null, allow, d -> { });

@@ -183,9 +183,13 @@ class SecretBindingTest {
             out.append(done.stdout());
         }
         assertTrue(out.toString().contains("/bg auth=bearer-real"), out + " " + done);
-        Thread.sleep(200); // the exit callback revokes on the agent's thread
-        RunResult after = sh(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/bg-token)\" "
-                + url("api.cred.test", "/after"), List.of());
+        // the exit callback revokes on the agent's thread, a moment after the process was seen to end
+        RunResult after = null;
+        for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; ) {
+            after = sh(ws, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H \"Authorization: Bearer $(cat /workspace/bg-token)\" "
+                    + url("api.cred.test", "/after"), List.of());
+            if (after.stdout().equals("403")) break;
+        }
         assertEquals("403", after.stdout(), after.toString());
     }
 

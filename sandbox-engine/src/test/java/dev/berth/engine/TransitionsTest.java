@@ -77,11 +77,14 @@ class TransitionsTest {
         return Stream.of(
                 Arguments.of(WorkspaceAction.RUN, RUNNING, Effect.PROCEED),
                 Arguments.of(WorkspaceAction.FILES, RUNNING, Effect.PROCEED),
+                Arguments.of(WorkspaceAction.READ_FILES, RUNNING, Effect.PROCEED),
                 Arguments.of(WorkspaceAction.PARK, RUNNING, Effect.PROCEED),
                 Arguments.of(WorkspaceAction.SNAPSHOT, RUNNING, Effect.PROCEED),
                 Arguments.of(WorkspaceAction.CLOSE, RUNNING, Effect.PROCEED),
                 Arguments.of(WorkspaceAction.RUN, PARKED, Effect.RESUME_FIRST),
                 Arguments.of(WorkspaceAction.FILES, PARKED, Effect.RESUME_FIRST),
+                Arguments.of(WorkspaceAction.READ_FILES, PARKED, Effect.RESUME_FIRST),
+                Arguments.of(WorkspaceAction.READ_FILES, DAMAGED, Effect.INSPECT),
                 Arguments.of(WorkspaceAction.PARK, PARKED, Effect.ALREADY_DONE),
                 Arguments.of(WorkspaceAction.SNAPSHOT, PARKED, Effect.FROM_SAVED_STATE),
                 Arguments.of(WorkspaceAction.CLOSE, PARKED, Effect.PROCEED),
@@ -98,7 +101,8 @@ class TransitionsTest {
     static Stream<Arguments> refusals() {
         String closed = "it is closed; open a new workspace (or open_workspace with from_snapshot)";
         List<Arguments> out = new ArrayList<>();
-        for (WorkspaceAction a : List.of(WorkspaceAction.RUN, WorkspaceAction.FILES, WorkspaceAction.PARK, WorkspaceAction.SNAPSHOT, WorkspaceAction.CLOSE)) {
+        for (WorkspaceAction a : List.of(WorkspaceAction.RUN, WorkspaceAction.FILES, WorkspaceAction.READ_FILES, WorkspaceAction.PARK,
+                WorkspaceAction.SNAPSHOT, WorkspaceAction.CLOSE)) {
             out.add(Arguments.of(a, CLOSED, closed));
             for (WorkspaceState s : EnumSet.of(CREATING, PARKING, RESUMING)) {
                 out.add(Arguments.of(a, s, "it is " + s.wireName() + "; retry in a moment"));
@@ -121,6 +125,6 @@ class TransitionsTest {
     @Test
     void admit_tableIsComplete_everyPairAllowedOrRefused() {
         int decided = (int) admissions().count() + (int) refusals().count();
-        assertEquals(5 * WorkspaceState.values().length, decided, "every (action, state) pair is listed once");
+        assertEquals(6 * WorkspaceState.values().length, decided, "every (action, state) pair is listed once");
     }
 }

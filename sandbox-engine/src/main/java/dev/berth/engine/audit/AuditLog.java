@@ -33,8 +33,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * fsync (group commit): whoever gets {@code sync} first makes durable all that was written before it. A failed write
  * cuts the file back to the last complete write and rewinds the chain to it; records queued after that point are
  * reported lost to their callers (and in the server log), and the next append tries again. A failed fsync stops the
- * log for good (until a restart): what reached the disk is then unknown. The head is rewritten in place after each fsync without an fsync of its own: it can lag the
- * log after a power loss (then a truncation past it goes unnoticed), never lead it.
+ * log for good (until a restart): what reached the disk is then unknown. The head is rewritten in place by the
+ * flusher (and on close) after fsyncs, without an fsync of its own, so no caller waits for its signature: it lags
+ * the log by up to one flusher pass, and further after a power loss (then a truncation past it goes unnoticed), and
+ * never leads it.
  */
 public final class AuditLog implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.audit");
@@ -83,6 +85,9 @@ public final class AuditLog implements AutoCloseable {
     private final ReentrantLock sync = new ReentrantLock();
     private volatile Mark durable;
     private volatile String broken; // non-null: the file is in an unknown state; refuse everything
+    // guarded by head: the mark the head file was last written for (it lags durable by up to one flusher pass)
+    private final ReentrantLock head = new ReentrantLock();
+    private Mark headMark;
 
     private AuditLog(String name, Path file, Path headFile, ServerKey key, FileChannel ch, FileChannel headCh, Runnable wake) {
         this.name = name;
@@ -269,13 +274,14 @@ public final class AuditLog implements AutoCloseable {
         syncTo(new Pending(pos.seq(), pos.hash(), null, e));
     }
 
-    /** Writes and fsyncs everything queued so far (the flusher's job). */
+    /** Writes and fsyncs everything queued so far, then brings the signed head up to it (the flusher's job). */
     public void flush() throws AuditException {
         Pending last;
         synchronized (this) {
             last = pending.peekLast();
         }
         if (last != null) commit(last, true);
+        if (broken == null) updateHead();
     }
 
     private void commit(Pending p, boolean fsync) throws AuditException {
@@ -345,16 +351,34 @@ public final class AuditLog implements AutoCloseable {
                 throw new AuditException(broken, e);
             }
             durable = target;
-            try {
-                writeHead(target);
-            } catch (IOException e) {
-                LOG.log(System.Logger.Level.WARNING, "audit log '" + name + "': head not updated (" + e + "); verify can then"
-                        + " not tell a truncation past record " + target.seq() + " from a crash");
-            }
         } finally {
             sync.unlock();
         }
+        // the signed head is the flusher's job (a signature is a quarter of a millisecond the caller need not wait for)
+        wake.run();
         if (!stillThere(p)) throw lost(p);
+    }
+
+    /**
+     * Brings the signed head up to the last fsync, if it lags. Called by the flusher after fsyncs it did or saw, and on
+     * close; never by a caller waiting for its record. The head is read after {@code durable}, which only moves after
+     * an fsync, so it cannot lead the log.
+     */
+    private void updateHead() {
+        head.lock();
+        try {
+            Mark d = durable;
+            if (d.equals(headMark)) return;
+            try {
+                writeHead(d);
+                headMark = d;
+            } catch (IOException e) {
+                LOG.log(System.Logger.Level.WARNING, "audit log '" + name + "': head not updated (" + e + "); verify can then"
+                        + " not tell a truncation past record " + d.seq() + " from a crash");
+            }
+        } finally {
+            head.unlock();
+        }
     }
 
     private synchronized boolean stillThere(Pending p) { return p.epoch() == epoch; }

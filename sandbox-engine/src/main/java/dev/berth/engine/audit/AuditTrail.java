@@ -42,6 +42,9 @@ public final class AuditTrail implements AutoCloseable {
     private final Map<String, String> tenantOfWorkspace = new ConcurrentHashMap<>();
     private final Set<AuditLog> dirty = new LinkedHashSet<>();
     private final Thread flusher;
+    private final java.util.concurrent.ConcurrentLinkedQueue<Egress> egress = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final java.util.concurrent.atomic.AtomicBoolean egressWaiting = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.locks.ReentrantLock egressDrain = new java.util.concurrent.locks.ReentrantLock();
     private volatile Consumer<AuditRecord> egressObserver = r -> { };
     private volatile boolean closed;
 
@@ -96,6 +99,7 @@ public final class AuditTrail implements AutoCloseable {
      */
     public AuditLog.Position record(String tenant, String type, Map<String, Object> fields, Durability durability) throws AuditException {
         if (!enabled) return null;
+        if (durability != Durability.QUEUED) drainEgress();
         try {
             return log(tenant).append(type, fields, durability);
         } catch (AuditException e) {
@@ -108,6 +112,24 @@ public final class AuditTrail implements AutoCloseable {
     /** Durable append: returns once the record (and all before it) is fsynced. */
     public AuditLog.Position record(String tenant, String type, Map<String, Object> fields) throws AuditException {
         return record(tenant, type, fields, Durability.DURABLE);
+    }
+
+    /**
+     * Starts the fsync that makes the record at {@code pos} durable on another thread and returns at once, so the
+     * caller can do its remaining work (signing a receipt) while the disk works; {@link #awaitDurable} then waits
+     * for that fsync (or does it, if it has not begun). Failures surface there, not here.
+     */
+    public void syncAhead(String tenant, AuditLog.Position pos) {
+        if (pos == null || !enabled) return;
+        AuditLog l = logs.get(tenant == null ? SERVER_LOG : "tenant:" + tenant);
+        if (l == null) return;
+        Thread.ofVirtual().name("berth-audit-sync").start(() -> {
+            try {
+                l.awaitDurable(pos);
+            } catch (AuditException e) {
+                // reported to the caller by its own awaitDurable
+            }
+        });
     }
 
     /** Waits until a record appended with {@link Durability#WRITTEN} is fsynced (null: nothing to wait for). */
@@ -124,6 +146,10 @@ public final class AuditTrail implements AutoCloseable {
     /** Queued append that never throws or blocks on the disk (a failure is logged: nothing waits for the answer). */
     public void recordLater(String tenant, String type, Map<String, Object> fields) {
         if (!enabled || closed) return;
+        appendQueued(tenant, type, fields);
+    }
+
+    private void appendQueued(String tenant, String type, Map<String, Object> fields) {
         try {
             log(tenant).append(type, fields, Durability.QUEUED);
         } catch (AuditException e) {
@@ -150,8 +176,9 @@ public final class AuditTrail implements AutoCloseable {
 
     private void wake(AuditLog log) {
         synchronized (dirty) {
-            dirty.add(log);
-            dirty.notifyAll();
+            // only the first dirty log wakes the flusher: a notify during its coalescing wait would cut the wait short,
+            // and its fsync would then race the caller's own
+            if (dirty.add(log) && dirty.size() == 1) dirty.notifyAll();
         }
     }
 
@@ -159,23 +186,32 @@ public final class AuditTrail implements AutoCloseable {
         while (true) {
             java.util.List<AuditLog> todo;
             synchronized (dirty) {
-                while (dirty.isEmpty() && !closed) {
+                while (dirty.isEmpty() && !egressWaiting.get() && !closed) {
                     try {
                         dirty.wait();
                     } catch (InterruptedException e) {
                         return;
                     }
                 }
-                if (dirty.isEmpty()) return;
-                if (!closed) {
-                    // coalesce: a short call makes its own records durable at its end (one fsync for all of them);
-                    // the flusher is for records nobody waits for and for calls that last longer than this
+                if (dirty.isEmpty() && egress.isEmpty()) {
+                    if (closed) return; // nothing left
+                    egressWaiting.set(false); // a caller that needed durability drained the egress records first
+                    continue;
+                }
+                // coalesce: a short call makes its own records durable at its end (one fsync for all of them);
+                // the flusher is for records nobody waits for, for calls that last longer than this, and for heads
+                long deadline = System.nanoTime() + COALESCE_MS * 1_000_000;
+                for (long left; !closed && (left = deadline - System.nanoTime()) > 0; ) {
                     try {
-                        dirty.wait(COALESCE_MS);
+                        dirty.wait(Math.max(1, left / 1_000_000));
                     } catch (InterruptedException e) {
                         return;
                     }
                 }
+            }
+            egressWaiting.set(false);
+            drainEgress(); // outside the monitor: appending marks logs dirty
+            synchronized (dirty) {
                 todo = java.util.List.copyOf(dirty);
                 dirty.clear();
             }
@@ -198,10 +234,37 @@ public final class AuditTrail implements AutoCloseable {
             @Override
             public void record(AuditRecord r) {
                 egressObserver.accept(r);
-                String tenant = r.workspace() == null ? null : tenantOfWorkspace.get(r.workspace());
-                recordLater(tenant, r.event().equals("decision") ? "egress" : "egress_" + r.event().replace('-', '_'), egressFields(r));
+                if (!enabled || closed) return;
+                // encoding, hashing and chaining happen on the flusher (or on the next caller that needs durability),
+                // not on the proxy's event loop, where they would delay the next connection's setup
+                egress.add(new Egress(r.workspace() == null ? null : tenantOfWorkspace.get(r.workspace()), r));
+                if (egressWaiting.compareAndSet(false, true)) {
+                    synchronized (dirty) {
+                        dirty.notifyAll();
+                    }
+                }
             }
         };
+    }
+
+    private record Egress(String tenant, AuditRecord record) {}
+
+    /**
+     * Appends the egress records the proxy has handed over so far, in the order it handed them over. Called by the
+     * flusher, before every append that a caller waits for (so a run's durable record follows the egress records of
+     * connections that closed before it), and on close.
+     */
+    private void drainEgress() {
+        if (egress.isEmpty()) return;
+        egressDrain.lock();
+        try {
+            for (Egress e; (e = egress.poll()) != null; ) {
+                AuditRecord r = e.record();
+                appendQueued(e.tenant(), r.event().equals("decision") ? "egress" : "egress_" + r.event().replace('-', '_'), egressFields(r));
+            }
+        } finally {
+            egressDrain.unlock();
+        }
     }
 
     /** Sees every egress record on its way to the chain (on proxy threads: must not block). */
@@ -250,6 +313,7 @@ public final class AuditTrail implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        drainEgress(); // whatever arrived after the flusher's last pass (closed stops new ones)
         for (AuditLog l : logs.values()) l.close();
     }
 }

@@ -106,6 +106,8 @@ public final class GvisorDriver implements IsolationDriver {
                     case StartRequest.Fresh f -> layout.createFresh();
                     case StartRequest.Resume r -> layout.prepare();
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+                    case StartRequest.Inspect i -> throw new SandboxException(name() + " workspaces keep no saved memory to fail"
+                            + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
                 GvisorSandbox.removeCgroups(request.workspaceId()); // a previous sandbox's, if it died

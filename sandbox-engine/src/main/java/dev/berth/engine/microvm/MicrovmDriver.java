@@ -41,10 +41,11 @@ public final class MicrovmDriver implements IsolationDriver {
     static final Duration AGENT_TIMEOUT = Duration.ofSeconds(Long.getLong("berth.microvm.agentTimeoutSeconds", 90));
     static final int MIN_MEMORY_MIB = 96;
     static final boolean WARM_BASE = Boolean.parseBoolean(System.getProperty("berth.microvm.warmBase", "true"));
-    static final String BASE_COMPLETE = "base-complete";
+    static final String BASE_COMPLETE = WarmBases.COMPLETE;
     private static final System.Logger LOG = System.getLogger("berth.microvm");
 
     private final ImageBuilder images;
+    private final WarmBases bases;
     private final ImageKind kind;
     private final String qemu;
     private volatile Accel accel;
@@ -53,6 +54,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     public MicrovmDriver(ImageBuilder images, ImageKind kind) {
         this.images = images;
+        this.bases = new WarmBases(images.cacheDir());
         this.kind = kind;
         this.qemu = System.getProperty("berth.microvm.qemu", "qemu-system-x86_64");
     }
@@ -166,6 +168,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 case StartRequest.Fresh f -> startFresh(request);
                 case StartRequest.Resume r -> startResume(request);
                 case StartRequest.Fork f -> startFork(request, f.snapshotStateDir(), false);
+                case StartRequest.Inspect i -> startInspect(request);
             };
         } catch (SandboxDamagedException e) {
             cleanupRuntime(request.runtimeDir());
@@ -184,12 +187,12 @@ public final class MicrovmDriver implements IsolationDriver {
      */
     private Sandbox startFresh(StartRequest req) throws IOException {
         if (!WARM_BASE) return bootFresh(req);
-        Resources r = req.resources();
-        Path base = images.cacheDir().resolve("bases").resolve(image().id() + "-m" + r.memoryMiB() + "-c" + r.vcpus()
-                + "-d" + r.diskMiB() + "-p" + req.proxyPort());
-        if (Files.isRegularFile(base.resolve(BASE_COMPLETE))) {
-            try {
-                return startFork(req, base, true);
+        String imageId = image().id();
+        Path base = bases.of(imageId, req.resources(), req.proxyPort());
+        java.util.Optional<WarmBases.Lease> lease = bases.use(base);
+        if (lease.isPresent()) {
+            try (WarmBases.Lease held = lease.get()) {
+                return startFork(req, base, true); // copies what it needs: the base can go once this returns
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "warm base " + base + " unusable, booting instead: " + e.getMessage());
                 cleanupRuntime(req.runtimeDir());
@@ -203,9 +206,11 @@ public final class MicrovmDriver implements IsolationDriver {
             Files.createDirectories(base.getParent());
             tmp = Files.createTempDirectory(base.getParent(), ".base-");
             fresh.snapshot(tmp);
-            Files.writeString(tmp.resolve(BASE_COMPLETE), "pristine snapshot right after boot\n");
-            Files.move(tmp, base, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            bases.publish(tmp, base);
             tmp = null;
+            // a new base is the moment an image was rebuilt or upgraded: collect what that superseded
+            List<String> removed = bases.collect(imageId, Instant.now());
+            if (!removed.isEmpty()) LOG.log(System.Logger.Level.INFO, "warm bases collected: " + removed);
         } catch (IOException | SandboxException | RuntimeException e) {
             // the workspace is fine without a base; the next fresh one boots too and tries again
             LOG.log(System.Logger.Level.INFO, "no warm base for " + base.getFileName() + ": " + e.getMessage());
@@ -292,6 +297,31 @@ public final class MicrovmDriver implements IsolationDriver {
     }
 
     /**
+     * A damaged workspace's disk, booted cold and read-only: a throwaway qcow2 overlay in the runtime directory on
+     * top of the workspace's disk (which QEMU, jailed, sees read-only as its backing file), fresh memory there too,
+     * and nothing written into the state directory: whatever failed verification (saved RAM, device state) is left
+     * as it is for the operator. What only the saved memory held is not there; what the guest had written to its
+     * disk is. The sandbox is destroyed after use.
+     */
+    private Sandbox startInspect(StartRequest req) throws IOException {
+        Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        if (!Files.isRegularFile(specFile) || !Files.isRegularFile(disk)) {
+            throw new IOException("the workspace has no machine description or disk left in " + req.stateDir() + " to read");
+        }
+        Path dir = req.runtimeDir().resolve("inspect");
+        clearDir(dir);
+        Files.createDirectories(dir);
+        VmSpec spec = VmSpec.read(specFile).withMemory("ram", true).withState(null);
+        Path overlay = dir.resolve(QemuMachine.DATA_DISK);
+        ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
+                disk.toAbsolutePath().toString(), overlay.toString()), 60);
+        QemuMachine m = QemuMachine.launch(qemu, accel(), spec, dir, overlay, req.runtimeDir(), null);
+        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort());
+        return connect(view, spec, m, false, false);
+    }
+
+    /**
      * A new machine from a snapshot: a qcow2 overlay on the snapshot's disk, and its RAM either mapped copy-on-write
      * (share=off: a fork costs no copy, but its park must write every page it changed into the state stream) or,
      * with {@code ownMemory}, copied (sparse) into the workspace so that it is the workspace's own share=on file
@@ -313,8 +343,13 @@ public final class MicrovmDriver implements IsolationDriver {
             spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
         }
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
-        ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
-                disk.toString()), 60);
+        if (own) {
+            // the workspace's own disk too (a warm base's is a few MiB, copied sparse), so nothing refers to the base
+            copySparse(snapDisk, disk);
+        } else {
+            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
+                    disk.toString()), 60);
+        }
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
         m.cont();

@@ -96,6 +96,8 @@ public final class NamespaceDriver implements IsolationDriver {
                     case StartRequest.Fresh f -> layout.createFresh();
                     case StartRequest.Resume r -> layout.prepare(); // idempotent: fills in what a crash may have left out
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
+                    case StartRequest.Inspect i -> throw new SandboxException(name() + " workspaces keep no saved memory to fail"
+                            + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
                 return NamespaceSandbox.launch(bwrap, agent, etc, layout, request);

@@ -27,7 +27,7 @@ public record StartRequest(String workspaceId, Path stateDir, Path runtimeDir, M
     }
 
     /** How the sandbox starts. */
-    public sealed interface Mode permits Fresh, Resume, Fork {}
+    public sealed interface Mode permits Fresh, Resume, Fork, Inspect {}
 
     /** A new, empty workspace on the base image. {@code stateDir} is empty. */
     public record Fresh() implements Mode {}
@@ -40,4 +40,13 @@ public record StartRequest(String workspaceId, Path stateDir, Path runtimeDir, M
      * {@code snapshotStateDir} (copy-on-write where it can) and never modifies the snapshot.
      */
     public record Fork(Path snapshotStateDir) implements Mode {}
+
+    /**
+     * The workspace's files, read-only, without its memory: for a workspace whose saved state failed verification
+     * (see {@link SandboxDamagedException}), so that its user can still read what it holds. The driver starts from
+     * what is on the workspace's disk, writes nothing into {@code stateDir} (changes go to a throwaway layer in
+     * {@code runtimeDir}), and the sandbox is destroyed after use, never parked. Drivers whose workspaces are never
+     * damaged refuse it.
+     */
+    public record Inspect() implements Mode {}
 }

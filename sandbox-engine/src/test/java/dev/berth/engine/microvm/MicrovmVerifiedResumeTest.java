@@ -43,13 +43,8 @@ class MicrovmVerifiedResumeTest {
 
     @Test
     void corruptedDiskWhileParked_workspaceDamaged_refusedAndDeletable() throws Exception {
-        home = Files.createTempDirectory("berth-verify-");
-        engine = Engine.start(config());
-        String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
-        engine.run(Tenant.LOCAL, RunRequest.of(id, "echo work > notes.txt"), OutputListener.NONE);
-        engine.park(Tenant.LOCAL, id);
+        String id = parkedAfter("echo work > notes.txt");
         Path state = home.resolve("workspaces").resolve(id).resolve("state");
-        MicrovmDriver.awaitHoles(state.resolve("ram"));
         Path disk = state.resolve("data.qcow2");
         try (FileChannel ch = FileChannel.open(disk, StandardOpenOption.WRITE)) {
             ch.write(ByteBuffer.wrap("tampered".getBytes()), Files.size(disk) / 3); // a disk image put back by hand
@@ -76,5 +71,62 @@ class MicrovmVerifiedResumeTest {
 
         engine.closeWorkspace(Tenant.LOCAL, "proj", true);
         assertFalse(Files.exists(home.resolve("workspaces").resolve(id)));
+    }
+
+    /**
+     * A damaged workspace's files stay readable: read_file and list_files boot its disk in a throwaway, read-only
+     * sandbox (what was synced to disk is there; memory is not), writes and runs stay refused, and nothing of what
+     * failed verification is changed, so the operator still finds it as it was.
+     */
+    @Test
+    void corruptedMemoryWhileParked_filesStillReadable_nothingChanged() throws Exception {
+        String id = parkedAfter("mkdir -p src && echo 'kept on disk' > src/notes.txt && sync");
+        Path state = home.resolve("workspaces").resolve(id).resolve("state");
+        Path ram = state.resolve("ram");
+        Extents.Extent first = Extents.data(ram).getFirst(); // a page park summed
+        long at = first.offset() + Math.min(4096, first.length() - 8);
+        try (FileChannel ch = FileChannel.open(ram, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap("flipped".getBytes()), at);
+        }
+        var e = assertThrows(EngineException.class, () -> engine.run(Tenant.LOCAL, RunRequest.of(id, "true"), OutputListener.NONE));
+        assertTrue(e.getMessage().contains("failed verification"), e.getMessage());
+        assertEquals(WorkspaceState.DAMAGED, engine.info(Tenant.LOCAL, id).state());
+        java.util.Map<String, String> before = digests(state);
+
+        assertEquals("kept on disk\n", new String(engine.readFile(Tenant.LOCAL, id, "src/notes.txt", 0, 1 << 16).data()));
+        assertTrue(engine.listFiles(Tenant.LOCAL, id, "src").entries().stream().anyMatch(f -> f.name().equals("notes.txt")));
+        var w = assertThrows(EngineException.class, () -> engine.writeFile(Tenant.LOCAL, id, "src/new.txt", "x".getBytes(), false, null));
+        assertTrue(w.getMessage().contains("it is damaged"), w.getMessage());
+        assertTrue(w.getMessage().contains("read_file and list_files still show"), w.getMessage());
+
+        assertEquals(WorkspaceState.DAMAGED, engine.info(Tenant.LOCAL, id).state());
+        assertEquals(before, digests(state), "reading a damaged workspace changes none of its saved files");
+        engine.closeWorkspace(Tenant.LOCAL, id, true);
+    }
+
+    /** A persistent workspace "proj" in a new home that ran {@code command} and is parked (its RAM file settled). */
+    private String parkedAfter(String command) throws Exception {
+        home = Files.createTempDirectory("berth-verify-");
+        engine = Engine.start(config());
+        String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
+        engine.run(Tenant.LOCAL, RunRequest.of(id, command), OutputListener.NONE);
+        engine.park(Tenant.LOCAL, id);
+        MicrovmDriver.awaitHoles(home.resolve("workspaces").resolve(id).resolve("state").resolve("ram"));
+        return id;
+    }
+
+    private static java.util.Map<String, String> digests(Path dir) throws Exception {
+        java.util.Map<String, String> m = new java.util.TreeMap<>();
+        try (var files = Files.list(dir)) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                var md = java.security.MessageDigest.getInstance("SHA-256");
+                try (var in = Files.newInputStream(f)) {
+                    byte[] buf = new byte[1 << 20];
+                    for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+                }
+                m.put(f.getFileName().toString(), java.util.HexFormat.of().formatHex(md.digest()));
+            }
+        }
+        return m;
     }
 }
