@@ -89,6 +89,10 @@ class PortsTest {
         EngineException x = assertThrows(EngineException.class, () -> engine.ports().connect(dead, NOTHING));
         assertEquals(EngineException.Kind.UNAVAILABLE, x.kind());
         assertTrue(x.getMessage().contains("nothing listens on port 9"), x.getMessage());
+        // closing the workspace ends its exposures at once
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+        assertFalse(engine.ports().find(dead.id()).isPresent());
+        assertEquals(EngineException.Kind.NOT_FOUND, assertThrows(EngineException.class, () -> engine.ports().connect(dead, NOTHING)).kind());
     }
 
     @Test
