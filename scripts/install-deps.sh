@@ -5,10 +5,19 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
 # util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
+<<<<<<< HEAD
 # procps (tests look at processes), runsc (the gvisor level: Debian's gVisor), chromium (a real browser loads an exposed
 # port's page and its WebSocket in PreviewE2eTest).
 need=()
 for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc chromium; do
+=======
+# procps (tests look at processes), runsc (the gvisor level: Debian's gVisor); umoci, skopeo and docker-registry
+# (image tests write OCI images with real tools and pull them from a real registry on loopback; openssl makes the
+# token-auth test's signing certificate).
+need=()
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc \
+           umoci skopeo docker-registry openssl; do
+>>>>>>> main
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

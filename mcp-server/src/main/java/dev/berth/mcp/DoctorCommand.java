@@ -30,6 +30,19 @@ final class DoctorCommand {
                         l.enforced() ? "enforced" : "NOT enforced", l.how());
             }
         }
+        for (IsolationDriver d : Drivers.all(opts)) {
+            if (d.imageId() != null) out.printf("%-10s built-in image %s%n", d.name(), d.imageId());
+        }
+        try {
+            var images = new dev.berth.engine.image.ImageStore(opts.home()).list();
+            out.println(images.isEmpty() ? "imported images: none (berth image import PATH --name NAME)" : "imported images (open_workspace {image}):");
+            for (var i : images) {
+                out.printf("  %-20s %s  %.1f MiB, ext4 base %.1f MiB, levels %s, from %s%n", i.name(), i.digest(),
+                        i.bytes() / 1048576.0, i.baseDiskBytes() / 1048576.0, i.drivers(), i.origin());
+            }
+        } catch (java.io.IOException e) {
+            out.println("imported images: unreadable: " + e.getMessage());
+        }
         try {
             var key = dev.berth.engine.audit.ServerKey.loadOrCreate(opts.home().resolve("keys"));
             out.println("audit signing key " + key.keyId() + " (Ed25519; receipts and audit heads; give this to whoever checks"

@@ -7,7 +7,7 @@ import java.util.List;
 /**
  * The {@code berth} command line: {@code stdio} (MCP over stdio), {@code http} (MCP over HTTP, multi-tenant), {@code setup} (prepare this machine; idempotent),
  * {@code launcher} (install the {@code berth} command), {@code doctor} (which isolation drivers run here and why not
- * the others), {@code audit} (verify, receipt, export), {@code version}.
+ * the others), {@code audit} (verify, receipt, export), {@code image} (import, pull, list, rm, gc), {@code version}.
  */
 public final class Main {
     private Main() {}
@@ -19,6 +19,7 @@ public final class Main {
         int code;
         try {
             if (cmd.equals("audit")) System.exit(AuditCommand.run(rest, out, System.err)); // its own options
+            if (cmd.equals("image")) System.exit(ImageCommand.run(rest, out, System.err));
             Options opts = Options.parse(rest);
             if (!cmd.equals("http")) opts.onlyCommonOptions(cmd);
             else if (opts.binDir() != null) throw new Options.UsageException("--bin-dir applies to 'berth setup' and 'berth launcher' only");
@@ -65,6 +66,13 @@ public final class Main {
                   audit export --tenant T [--since WHEN] [--type TYPE] [--out FILE]
                                                        verified records as JSON Lines (for a SIEM); WHEN is an
                                                        instant, a date or an age (24h, 7d)
+                  image import PATH[:TAG] --name NAME  import an OCI image layout or a docker/podman save archive
+                  image pull REF --name NAME [--user U] [--unsafe-plain-http]
+                                                       pull HOST[:PORT]/REPO[:TAG|@DIGEST] from an OCI registry
+                                                       (password or token in BERTH_REGISTRY_PASSWORD)
+                  image list | image default NAME|built-in | image rm NAME | image gc
+                                                       named images; rm and gc refuse images in use
+                                                       (import and pull take --max-mib N: unpacked size limit)
                   version  print the build, the Java runtime and the MCP protocol versions
                 options:
                   --home DIR          where workspaces and snapshots live (default: $BERTH_HOME, /var/lib/berth as root,

@@ -126,7 +126,12 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * @param secrets names of the egress section's secret bindings this tenant's workspaces may ask for; absent or
      *                empty means none (the stdio user is the operator and may use every binding)
      */
-    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace) {
+    public record TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace,
+                               List<String> images) {
+        public TenantConfig(Quota quota, List<String> secrets, LifecycleConfig lifecycle, WorkspaceSizes workspace) {
+            this(quota, secrets, lifecycle, workspace, null);
+        }
+
         public TenantConfig(Quota quota) {
             this(quota, null, null, null);
         }
@@ -399,6 +404,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         TenantConfig tc = tenants.get(id);
         Quota q = tc == null ? null : tc.quota();
         java.util.Set<String> secrets = tc == null || tc.secrets() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.secrets());
+        // imported images this tenant may open: none unless granted ("*" grants all)
+        java.util.Set<String> images = tc == null || tc.images() == null ? java.util.Set.of() : java.util.Set.copyOf(tc.images());
         Tenant.Sizes sizes = Tenant.Sizes.STANDARD;
         if (tc != null && tc.workspace() != null) {
             var w = tc.workspace();
@@ -406,11 +413,11 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             var big = new dev.berth.engine.spi.Resources(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE);
             sizes = new Tenant.Sizes(w.defaults() == null ? r : w.defaults().over(r), w.max() == null ? null : w.max().over(big));
         }
-        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes);
+        if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes, images);
         Tenant.Quota u = Tenant.Quota.UNLIMITED;
         return new Tenant(id, new Tenant.Quota(q.workspaces() == null ? u.workspaces() : q.workspaces(),
                 q.vcpus() == null ? u.vcpus() : q.vcpus(), q.memoryMiB() == null ? u.memoryMiB() : q.memoryMiB(),
                 q.diskMiB() == null ? u.diskMiB() : q.diskMiB(), q.snapshots() == null ? u.snapshots() : q.snapshots(),
-                q.snapshotMiB() == null ? u.snapshotMiB() : q.snapshotMiB()), secrets, sizes);
+                q.snapshotMiB() == null ? u.snapshotMiB() : q.snapshotMiB()), secrets, sizes, images);
     }
 }

@@ -34,6 +34,24 @@ final class Results {
         if (w.expiresAt() != null) m.put("expires_at", w.expiresAt().toString());
         m.put("resources", resources(w.resources()));
         m.put("limits", w.limits().stream().map(Results::limit).toList());
+        if (w.image() != null) {
+            Map<String, Object> img = new LinkedHashMap<>();
+            img.put("name", w.image().name());
+            img.put("digest", w.image().digest());
+            m.put("image", img);
+        }
+        return m;
+    }
+
+    static Map<String, Object> image(dev.berth.engine.image.ImageInfo i) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", i.name());
+        m.put("digest", i.digest());
+        m.put("bytes", i.bytes());
+        m.put("base_disk_bytes", i.baseDiskBytes());
+        m.put("drivers", i.drivers());
+        m.put("origin", i.origin());
+        m.put("imported_at", i.importedAt());
         return m;
     }
 

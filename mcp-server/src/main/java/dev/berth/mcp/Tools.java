@@ -122,7 +122,7 @@ final class Tools {
                     or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()));
         }
         return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
-                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"))));
+                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"))));
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
@@ -243,6 +243,13 @@ final class Tools {
             levels.add(l);
         });
         m.put("isolation_levels", levels);
+        try {
+            String defaultImage = engine.images().defaultName().orElse(null); // the operator's: every tenant may open it
+            m.put("images", engine.images().list().stream().filter(i -> tenant.mayImage(i.name()) || i.name().equals(defaultImage))
+                    .map(Results::image).toList());
+        } catch (java.io.IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+        }
         return m;
     }
 }

@@ -38,6 +38,7 @@ public final class Engine implements AutoCloseable {
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
     private final Ports ports;
+    private final dev.berth.engine.image.ImageStore images;
     private volatile boolean closed;
 
     private final HomeLock homeLock;
@@ -52,7 +53,8 @@ public final class Engine implements AutoCloseable {
         this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence);
-        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence);
+        this.images = new dev.berth.engine.image.ImageStore(store.home);
+        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence);
     }
@@ -329,6 +331,27 @@ public final class Engine implements AutoCloseable {
     }
 
     public Path home() { return store.home; }
+
+    /** The home's image store (import, list, resolve); removal goes through {@link #removeImage} (in-use check). */
+    public dev.berth.engine.image.ImageStore images() { return images; }
+
+    /** Removes an image name (and its content with the last name), refused while a workspace or snapshot uses it. */
+    public dev.berth.engine.image.ImageStore.Removal removeImage(String name) throws EngineException {
+        try {
+            java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
+            for (Workspace w : registry.all()) {
+                if (w.image == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                String label = ImageUsage.label(w.id, w.name);
+                if (!users.contains(label)) users.add(label);
+            }
+            return images.remove(name, inUse);
+        } catch (dev.berth.engine.image.ImageException e) {
+            throw new EngineException(e.getMessage().contains("in use") ? Kind.CONFLICT : Kind.NOT_FOUND, e.getMessage(), e);
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "image store: " + e.getMessage(), e);
+        }
+    }
 
     /** The audit trail this engine records into (the MCP layer adds tool calls to it). */
     public dev.berth.engine.audit.AuditTrail auditTrail() { return evidence.trail(); }

@@ -14,9 +14,16 @@ import dev.berth.engine.spi.Resources;
  *                     ceiling for this workspace; null = the whole ceiling
  * @param secrets      optional names of operator secret bindings; each run then gets a placeholder per binding in its
  *                     environment, which the egress proxy swaps for the real value on the binding's hosts only
+ * @param image        optional name of an imported image (see {@link dev.berth.engine.image.ImageStore}); null = the
+ *                     driver's built-in image
  */
 public record OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources,
-                          java.util.List<String> egress, java.util.List<String> secrets) {
+                          java.util.List<String> egress, java.util.List<String> secrets, String image) {
+    public OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources,
+                       java.util.List<String> egress, java.util.List<String> secrets) {
+        this(name, lifecycle, fromSnapshot, isolation, resources, egress, secrets, null);
+    }
+
     public OpenRequest(String name, String lifecycle, String fromSnapshot, String isolation, Resources resources) {
         this(name, lifecycle, fromSnapshot, isolation, resources, null, null);
     }

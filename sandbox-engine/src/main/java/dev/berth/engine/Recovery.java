@@ -98,6 +98,10 @@ final class Recovery {
                 store.runtimeDir(rec.id()), initial, rec.egress(),
                 new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets);
         ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
+        if (rec.image() != null) {
+            ws.image = rec.image();
+            ws.imageRecord = new dev.berth.engine.image.ImageStore(config.home()).byDigest(rec.image().digest()).orElse(null);
+        }
         if (initial == WorkspaceState.DAMAGED) ws.recovered = rec.damage();
         ws.policy = config.lifecycleOf(tenant);
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);

@@ -65,7 +65,10 @@ final class Runner {
         if (maxOut < 256 || maxOut > 16 * 1024 * 1024) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside 256..16777216");
         }
-        String cwd = WorkspacePaths.resolve(req.cwd());
+        var image = ws.imageRecord;
+        // an imported image's WorkingDir is the default cwd, as in a container started from it
+        String cwd = WorkspacePaths.resolve(req.cwd() == null && image != null && image.workingDir() != null
+                ? image.workingDir() : req.cwd());
         byte[] stdin = req.stdin() == null ? null : req.stdin().getBytes(StandardCharsets.UTF_8);
         if (stdin != null && stdin.length > MAX_STDIN) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + stdin.length + " bytes; the limit is " + MAX_STDIN
@@ -181,6 +184,15 @@ final class Runner {
         env.put("HOME", "/root");
         env.put("LANG", "C.UTF-8");
         env.put("TERM", "dumb");
+        var image = ws.imageRecord;
+        if (image != null) {
+            // the image config's Env (its PATH, JAVA_HOME...) over Berth's defaults; the egress and Berth variables
+            // below stay Berth's, and the run's own env still wins
+            for (String kv : image.env()) {
+                int eq = kv.indexOf('=');
+                if (eq > 0 && !kv.startsWith("BERTH_")) env.put(kv.substring(0, eq), kv.substring(eq + 1));
+            }
+        }
         env.put("BERTH_WORKSPACE", ws.id);
         String proxy = "http://127.0.0.1:" + PROXY_PORT;
         for (String k : List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")) env.put(k, proxy);

@@ -106,7 +106,7 @@ final class Snapshots {
                 }
             }
             var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
-                    out.stateBytes(), Instant.now().toString(), ws.fromSnapshot);
+                    out.stateBytes(), Instant.now().toString(), ws.fromSnapshot, ws.image);
             store.save(tmp, rec);
             Files.move(tmp, store.snapshotDir(id), StandardCopyOption.ATOMIC_MOVE);
             evidence.lifecycle(ws, "snapshot", java.util.Map.of("snapshot", id, "snapshot_name", rec.name(),

@@ -15,30 +15,32 @@ import tools.jackson.databind.json.JsonMapper;
  * On-disk layout of the engine's home and the persisted records in it. Thread-safe (stateless apart from paths).
  *
  * <pre>
- * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 3; 3 added damage, 2 secrets)
+ * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 4; 4 added image, 3 damage, 2 secrets)
  * home/workspaces/ID/state/           driver-owned persistent state (disk layers, parked memory)
- * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 1)
+ * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 2; 2 added image)
  * home/snapshots/ID/state/            driver-owned snapshot state
  * home/run/ID/                        driver-owned runtime files; wiped at start-up
  * </pre>
  */
 final class Store {
-    /** 3 added {@code damage}, 2 added {@code secrets}; 1 and 2 are still read. */
-    static final int WORKSPACE_VERSION = 3;
+    /** 4 added {@code image}, 3 {@code damage}, 2 {@code secrets}; 1 to 3 are still read (on the built-in image). */
+    static final int WORKSPACE_VERSION = 4;
     /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
     static final int OLDEST_WORKSPACE_VERSION = 1;
-    static final int SNAPSHOT_VERSION = 1;
+    /** 2 added {@code image}; 1 is still read (a snapshot of a workspace on the built-in image). */
+    static final int SNAPSHOT_VERSION = 2;
+    static final int OLDEST_SNAPSHOT_VERSION = 1;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
     record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
-                           List<String> egress, List<String> secrets, String damage) {}
+                           List<String> egress, List<String> secrets, String damage, ImageRef image) {}
 
     /** Persisted fields of a snapshot. */
     /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
     record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
-                          long stateBytes, String createdAt, String parent) {
+                          long stateBytes, String createdAt, String parent, ImageRef image) {
         SnapshotInfo info() {
             return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt), List.of());
         }
@@ -75,7 +77,7 @@ final class Store {
         String persisted = ws.state() == WorkspaceState.PARKED ? "parked" : ws.state() == WorkspaceState.DAMAGED ? "damaged" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
                 ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
-                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null);
+                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null, ws.image);
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 
@@ -89,7 +91,7 @@ final class Store {
     }
 
     SnapshotRecord loadSnapshot(Path dir) throws IOException {
-        return JSON.readValue(MetaFile.read(dir.resolve("snapshot.meta"), "snapshot", SNAPSHOT_VERSION),
+        return JSON.readValue(MetaFile.read(dir.resolve("snapshot.meta"), "snapshot", OLDEST_SNAPSHOT_VERSION, SNAPSHOT_VERSION),
                 SnapshotRecord.class);
     }
 

@@ -8,10 +8,15 @@ import java.util.regex.Pattern;
  * workspaces and snapshots: another tenant's workspace is "not found", exactly like one that does not exist, so ids
  * and names leak nothing. stdio serves the single {@link #LOCAL} tenant.
  */
-public record Tenant(String id, Quota quota, java.util.Set<String> secrets, Sizes sizes) {
+public record Tenant(String id, Quota quota, java.util.Set<String> secrets, Sizes sizes, java.util.Set<String> images) {
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     /** The stdio user: the operator themself, so every configured secret binding is theirs to use. */
     public static final Tenant LOCAL = new Tenant("local", Quota.UNLIMITED, null);
+
+    /** A tenant that may open every imported image (the local user; library callers that grant by other means). */
+    public Tenant(String id, Quota quota, java.util.Set<String> secrets, Sizes sizes) {
+        this(id, quota, secrets, sizes, null);
+    }
 
     /** A tenant with the standard workspace sizes (Berth's defaults, no per-workspace ceiling beyond the machine). */
     public Tenant(String id, Quota quota, java.util.Set<String> secrets) {
@@ -31,9 +36,18 @@ public record Tenant(String id, Quota quota, java.util.Set<String> secrets, Size
         Objects.requireNonNull(quota, "quota");
         if (sizes == null) sizes = Sizes.STANDARD;
         secrets = secrets == null ? null : java.util.Set.copyOf(secrets);
+        images = images == null ? null : java.util.Set.copyOf(images);
         if (id == null || !ID.matcher(id).matches()) {
             throw new IllegalArgumentException("tenant id '" + id + "' must be 1-63 of a-z, 0-9, '.', '_', '-'");
         }
+    }
+
+    /**
+     * May this tenant open the imported image named {@code name}? {@code images} null: every image (the local user);
+     * otherwise the names granted, {@code "*"} for all.
+     */
+    public boolean mayImage(String name) {
+        return images == null || images.contains(name) || images.contains("*");
     }
 
     /** May this tenant use the binding named {@code name}? */

@@ -53,6 +53,10 @@ final class Workspace {
 
     /** Inbound preview connections open right now ({@link Ports}): they count as activity for the idle policy. */
     final java.util.concurrent.atomic.AtomicInteger previewConnections = new java.util.concurrent.atomic.AtomicInteger();
+    /** The imported image it runs on (null: the driver's built-in image), set at open or recovery, then fixed. */
+    volatile ImageRef image;
+    /** That image's record (its config's Env and WorkingDir are every run's defaults); null with the built-in image. */
+    volatile dev.berth.engine.image.ImageRecord imageRecord;
 
     private volatile WorkspaceState state;
     Sandbox sandbox;
@@ -154,6 +158,7 @@ final class Workspace {
         Sandbox sb = sandbox;
         java.util.List<dev.berth.engine.spi.Limit> limits = sb != null && !sb.limits().isEmpty() ? sb.limits() : driver.limits(resources);
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,
-                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt(), resources, limits);
+                lastUsedAt, fromSnapshot, activeRuns, egress.policy().describe(), secrets, recovered, idleParkAt(), expiresAt(), resources, limits,
+                image != null ? image : new ImageRef(ImageRef.BUILT_IN, driver.imageId()));
     }
 }

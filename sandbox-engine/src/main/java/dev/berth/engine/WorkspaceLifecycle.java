@@ -33,10 +33,13 @@ final class WorkspaceLifecycle {
     private final RunCredentials credentials;
 
     private final EngineEvidence evidence;
+    private final dev.berth.engine.image.ImageStore images;
 
     WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
-                       Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence) {
+                       Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence,
+                       dev.berth.engine.image.ImageStore images) {
         this.evidence = evidence;
+        this.images = images;
         this.config = config;
         this.store = store;
         this.registry = registry;
@@ -60,6 +63,7 @@ final class WorkspaceLifecycle {
         List<String> secrets = credentials.checkOpen(tenant, req.secrets());
 
         Workspace ws;
+        ImageChoice image = null;
         synchronized (registry.namesLock) {
             if (name != null) {
                 Optional<Workspace> existing = registry.byName(tenant, name);
@@ -71,12 +75,17 @@ final class WorkspaceLifecycle {
                         + config.maxWorkspaces() + "); close or park one you no longer need");
             }
             registry.checkQuota(tenant, resources, true);
+            image = chooseImage(tenant, req, snap, driver);
             String id = Ids.next("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
                     new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
             ws.policy = config.lifecycleOf(tenant.id());
+            if (image != null) {
+                ws.image = image.ref();
+                ws.imageRecord = image.record();
+            }
             ws.lock.lock();
             registry.add(ws);
         }
@@ -93,6 +102,10 @@ final class WorkspaceLifecycle {
             }
             extra.put("egress_policy_digest", EngineEvidence.policyDigest(egressPolicy));
             if (!secrets.isEmpty()) extra.put("secrets", secrets);
+            if (ws.image != null) {
+                extra.put("image", ws.image.name());
+                extra.put("image_digest", ws.image.digest());
+            }
             // recorded before the workspace counts as running: if the record cannot be made, the open fails and is undone
             evidence.lifecycle(ws, snap == null ? "open" : "fork", extra, t0);
             ws.move(Step.STARTED);
@@ -126,6 +139,10 @@ final class WorkspaceLifecycle {
         if (req.isolation() != null && !driver.name().equals(ws.driver.name())) {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with isolation '"
                     + ws.driver.name() + "'; omit isolation to reopen it, or pick another name");
+        }
+        if (req.image() != null && (ws.image == null || !ws.image.name().equals(req.image()))) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists on image '"
+                    + (ws.image == null ? ImageRef.BUILT_IN : ws.image.name()) + "'; omit image to reopen it, or pick another name");
         }
         if (req.secrets() != null && !new HashSet<>(req.secrets()).equals(new HashSet<>(ws.secrets))) {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with secrets " + ws.secrets
@@ -350,6 +367,71 @@ final class WorkspaceLifecycle {
         Files.createDirectories(ws.runtimeDir);
         Store.traverseOnly(ws.runtimeDir);
         Store.traverseOnly(ws.dir);
-        return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT);
+        dev.berth.engine.spi.RootImage root = null;
+        if (ws.image != null) {
+            try {
+                root = images.rootImage(ws.image.name(), ws.image.digest());
+            } catch (dev.berth.engine.image.ImageException e) {
+                throw new IOException(e.getMessage(), e);
+            }
+        }
+        return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT, root);
+    }
+
+    private record ImageChoice(ImageRef ref, dev.berth.engine.image.ImageRecord record) {}
+
+    /**
+     * The image a new workspace runs on: a fork keeps its snapshot's; otherwise the one named (resolved to its digest
+     * now, so that renaming the image later never changes the workspace), on a driver that can open images.
+     */
+    private ImageChoice chooseImage(Tenant tenant, OpenRequest req, Store.SnapshotRecord snap, IsolationDriver driver) throws EngineException {
+        String name = req.image();
+        ImageRef ref;
+        if (snap != null) {
+            ref = snap.image();
+            String has = ref == null ? ImageRef.BUILT_IN : ref.name();
+            if (name != null && !name.equals(has)) {
+                throw new EngineException(Kind.CONFLICT, "snapshot '" + snap.name() + "' was taken on image '" + has
+                        + "'; a fork keeps its snapshot's image, so omit image");
+            }
+            if (ref == null) return null;
+        } else {
+            if (name == null) {
+                // the operator's default image, where the level opens images (every tenant may open it)
+                Optional<String> dflt;
+                try {
+                    dflt = images.defaultName();
+                } catch (IOException e) {
+                    throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+                }
+                if (dflt.isEmpty() || !dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
+                name = dflt.get();
+            } else if (name.equals(ImageRef.BUILT_IN)) {
+                return null;
+            } else if (!tenant.mayImage(name)) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "tenant '" + tenant.id() + "' is not granted image '" + name
+                        + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
+                        + "); the operator grants images per tenant in the config's tenants.<id>.images");
+            }
+            if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "the " + driver.name() + " level cannot open imported images"
+                        + " (image '" + name + "'); ask for isolation " + dev.berth.engine.image.ImageStore.DRIVERS);
+            }
+            try {
+                var rec = images.resolve(name);
+                ref = new ImageRef(name, rec.digest());
+            } catch (dev.berth.engine.image.ImageException e) {
+                throw new EngineException(Kind.NOT_FOUND, e.getMessage(), e);
+            } catch (IOException e) {
+                throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+            }
+        }
+        try {
+            var rec = images.byDigest(ref.digest()).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "image '"
+                    + ref.name() + "' (" + ref.digest() + ") is no longer in the store"));
+            return new ImageChoice(ref, rec);
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+        }
     }
 }

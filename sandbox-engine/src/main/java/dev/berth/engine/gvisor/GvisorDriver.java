@@ -94,6 +94,10 @@ public final class GvisorDriver implements IsolationDriver {
 
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
+        if (request.image() != null) {
+            throw new SandboxException("the gvisor level does not open imported images yet (image " + request.image().label()
+                    + "); use isolation namespace or microvm");
+        }
         Availability a = probe();
         if (!a.available()) throw new SandboxException("gvisor isolation is not available: " + a.reason());
         try {

@@ -144,6 +144,22 @@ public final class MicrovmDriver implements IsolationDriver {
         return img;
     }
 
+    /**
+     * The image hook: a workspace on an imported image boots the built-in kernel and initramfs (which bring the
+     * agent) with the image's ext4 base as the read-only lower layer of its root overlay, in place of the developer
+     * image's; the image's files are never changed (the agent is copied into the overlay's upper layer at boot).
+     * Resume and fork read the base from the saved machine spec, so a workspace keeps its image.
+     */
+    GuestImage imageFor(StartRequest req) throws IOException {
+        GuestImage builtIn = image();
+        if (req.image() == null) return builtIn;
+        String hex = req.image().digest().substring("sha256:".length(), "sha256:".length() + 16);
+        // "oci<digest>-<built-in id>": its warm bases are superseded (WarmBases.collect) only by the same image on
+        // another kernel and initramfs, never by another image's
+        return new GuestImage("oci" + hex + "-" + builtIn.id().substring(builtIn.id().lastIndexOf('+') + 1),
+                builtIn.kernel(), builtIn.initramfs(), req.image().baseDisk());
+    }
+
     private GuestImage resolveImage() throws IOException {
         return switch (kind) {
             case TEST -> images.testImage();
@@ -187,7 +203,7 @@ public final class MicrovmDriver implements IsolationDriver {
      */
     private Sandbox startFresh(StartRequest req) throws IOException {
         if (!WARM_BASE) return bootFresh(req);
-        String imageId = image().id();
+        String imageId = imageFor(req).id();
         Path base = bases.of(imageId, req.resources(), req.proxyPort());
         java.util.Optional<WarmBases.Lease> lease = bases.use(base);
         if (lease.isPresent()) {
@@ -232,7 +248,7 @@ public final class MicrovmDriver implements IsolationDriver {
         if (r.memoryMiB() < MIN_MEMORY_MIB) throw new IOException("memory " + r.memoryMiB() + " MiB is below the minimum of " + MIN_MEMORY_MIB + " MiB");
         if (r.vcpus() < 1 || r.vcpus() > 64) throw new IOException("vcpus must be 1..64, not " + r.vcpus());
         if (r.diskMiB() < 16) throw new IOException("disk must be at least 16 MiB, not " + r.diskMiB());
-        GuestImage img = image();
+        GuestImage img = imageFor(req);
         VmSpec spec = new VmSpec(img.id(), img.kernel().toString(), img.initramfs().toString(),
                 img.baseDisk() == null ? null : img.baseDisk().toString(), r.memoryMiB(), r.vcpus(),
                 "ram", true, null, req.proxyPort());
@@ -317,7 +333,8 @@ public final class MicrovmDriver implements IsolationDriver {
         ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
                 disk.toAbsolutePath().toString(), overlay.toString()), 60);
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, dir, overlay, req.runtimeDir(), null);
-        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort());
+        StartRequest view = new StartRequest(req.workspaceId(), dir, req.runtimeDir(), req.mode(), req.resources(), req.proxyPort(),
+                req.image());
         return connect(view, spec, m, false, false);
     }
 

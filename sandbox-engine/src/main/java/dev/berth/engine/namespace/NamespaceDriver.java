@@ -93,7 +93,10 @@ public final class NamespaceDriver implements IsolationDriver {
             Layout layout = Layout.of(request);
             try {
                 switch (request.mode()) {
-                    case StartRequest.Fresh f -> layout.createFresh();
+                    case StartRequest.Fresh f -> {
+                        layout.createFresh();
+                        if (request.image() != null) ImageSeed.seed(request.image(), layout);
+                    }
                     case StartRequest.Resume r -> layout.prepare(); // idempotent: fills in what a crash may have left out
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
                     case StartRequest.Inspect i -> throw new SandboxException(name() + " workspaces keep no saved memory to fail"

@@ -144,19 +144,24 @@ final class NamespaceSandbox implements Sandbox {
         // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
         // pid and mount namespace with a fresh /proc, SETPCAP to empty the run's bounding set.
         c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
-        // read-only base
-        c.addAll(List.of("--ro-bind", "/usr", "/usr"));
-        for (String l : List.of("bin", "lib", "lib64", "sbin")) {
-            if (Files.isSymbolicLink(Path.of("/" + l))) {
-                c.addAll(List.of("--symlink", "usr/" + l, "/" + l));
-            } else if (Files.isDirectory(Path.of("/" + l))) {
-                c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
-            }
-        }
         Path s = layout.layer();
         boolean image = layout.usesImage();
-        // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
-        c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
+        if (req.image() != null) {
+            // read-only base: the imported image's whole root tree, its own /etc included
+            c.addAll(List.of("--ro-bind", req.image().rootTree().toString(), "/"));
+        } else {
+            // read-only base: the host's /usr and a curated /etc
+            c.addAll(List.of("--ro-bind", "/usr", "/usr"));
+            for (String l : List.of("bin", "lib", "lib64", "sbin")) {
+                if (Files.isSymbolicLink(Path.of("/" + l))) {
+                    c.addAll(List.of("--symlink", "usr/" + l, "/" + l));
+                } else if (Files.isDirectory(Path.of("/" + l))) {
+                    c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
+                }
+            }
+            // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
+            c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
+        }
         c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));
         // per-workspace writable layer

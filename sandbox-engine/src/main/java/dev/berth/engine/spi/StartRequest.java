@@ -14,9 +14,16 @@ import java.util.Objects;
  * @param mode        fresh, resume from {@code stateDir}, or fork from a snapshot's state directory
  * @param resources   limits
  * @param proxyPort   port the guest agent listens on inside the sandbox for egress (0 = no egress listener)
+ * @param image       an imported image to run on instead of the driver's built-in one; null = the built-in one. A
+ *                    workspace keeps the image it was created with (resume and fork pass the same one)
  */
 public record StartRequest(String workspaceId, Path stateDir, Path runtimeDir, Mode mode, Resources resources,
-                           int proxyPort) {
+                           int proxyPort, RootImage image) {
+
+    /** A request on the driver's built-in image. */
+    public StartRequest(String workspaceId, Path stateDir, Path runtimeDir, Mode mode, Resources resources, int proxyPort) {
+        this(workspaceId, stateDir, runtimeDir, mode, resources, proxyPort, null);
+    }
 
     public StartRequest {
         Objects.requireNonNull(workspaceId, "workspaceId");

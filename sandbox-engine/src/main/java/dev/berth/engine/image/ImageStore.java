@@ -1,0 +1,395 @@
+package dev.berth.engine.image;
+
+import dev.berth.engine.spi.MetaFile;
+import dev.berth.engine.spi.RootImage;
+import dev.berth.engine.spi.Trees;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Named, content-addressed workspace images in the Berth home: OCI images imported into a read-only root tree
+ * (namespace driver) and a read-only ext4 base of the same tree (microVM driver).
+ *
+ * <pre>
+ * home/images/oci/names.meta          name -> digest, and the operator's default name (MetaFile kind "image-names", version 1)
+ * home/images/oci/store/HEX/image.meta ImageRecord (MetaFile kind "image", version 1)
+ * home/images/oci/store/HEX/rootfs/   the root tree, never written after the import
+ * home/images/oci/store/HEX/base.ext4 the same tree as a read-only ext4 filesystem
+ * home/images/oci/.import-PID-*       an import in progress (renamed into store/ when complete; gc removes a dead one)
+ * </pre>
+ *
+ * <p>Thread-safe and safe between processes ({@code berth image import} next to a running server): every change of
+ * the names or the store holds {@code .lock} (an OS file lock) and a JVM lock. An import is assembled in a hidden
+ * directory and renamed into place, so a half-imported image is never seen; a failed import keeps nothing.
+ * Whether an image is in use (by a workspace or a snapshot) is the caller's knowledge, passed to {@link #remove} and
+ * {@link #gc}: the store does not read the engine's records.
+ */
+public final class ImageStore {
+    static final String KIND = "image";
+    static final int VERSION = 1;
+    static final String NAMES_KIND = "image-names";
+    static final int NAMES_VERSION = 1;
+    /** The levels that can open an imported image (gVisor's packaged runsc is not wired to image roots yet). */
+    public static final List<String> DRIVERS = List.of("namespace", "microvm");
+    private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final Path dir;
+    private final Path store;
+
+    public ImageStore(Path home) {
+        this.dir = home.toAbsolutePath().resolve("images").resolve("oci");
+        this.store = dir.resolve("store");
+    }
+
+    public Path dir() { return dir; }
+
+    /** Refuses a name that is not 1-63 of a-z, 0-9, '.', '_', '-' (starting with a letter or digit). */
+    public static void checkName(String name) throws ImageException {
+        if (name == null || !NAME.matcher(name).matches()) {
+            throw new ImageException("image name '" + name + "' must be 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
+        }
+    }
+
+    // ---------------------------------------------------------------- reading
+
+    /** Every named image, by name. */
+    public List<ImageInfo> list() throws IOException {
+        List<ImageInfo> out = new ArrayList<>();
+        for (var e : names().entrySet()) {
+            Optional<ImageRecord> r = byDigest(e.getValue());
+            if (r.isPresent()) out.add(ImageInfo.of(e.getKey(), r.get()));
+        }
+        return out;
+    }
+
+    /** The digest a name points at, or empty. */
+    public Optional<String> digestOf(String name) throws IOException {
+        return Optional.ofNullable(names().get(name));
+    }
+
+    /** The record of an imported digest, or empty when no complete import of it exists. */
+    public Optional<ImageRecord> byDigest(String digest) throws IOException {
+        if (digest == null || !OciSource.DIGEST.matcher(digest).matches()) return Optional.empty();
+        Path meta = contentDir(digest).resolve("image.meta");
+        if (!Files.isRegularFile(meta)) return Optional.empty();
+        return Optional.of(JSON.readValue(MetaFile.read(meta, KIND, VERSION), ImageRecord.class));
+    }
+
+    /** The image a name points at now; refused with the names there are. */
+    public ImageRecord resolve(String name) throws ImageException, IOException {
+        Map<String, String> names = names();
+        String digest = names.get(name);
+        if (digest == null) {
+            throw new ImageException("no image named '" + name + "' (images: " + names.keySet()
+                    + "); import one with `berth image import PATH --name " + (name == null ? "NAME" : name) + "`");
+        }
+        return byDigest(digest).orElseThrow(() -> new ImageException("image '" + name + "' points at " + digest
+                + ", which is not in the store (removed by hand?); import it again"));
+    }
+
+    /** What a driver is handed for an image already resolved to {@code digest} (a workspace keeps its digest). */
+    public RootImage rootImage(String name, String digest) throws ImageException, IOException {
+        ImageRecord r = byDigest(digest).orElseThrow(() -> new ImageException("image " + (name == null ? "" : "'" + name + "' ")
+                + digest + " is no longer in the store; the workspace cannot start without it"));
+        Path c = contentDir(r.digest());
+        return new RootImage(name, r.digest(), c.resolve("rootfs"), c.resolve("base.ext4"));
+    }
+
+    Path contentDir(String digest) { return store.resolve(digest.substring("sha256:".length())); }
+
+    private Map<String, String> names() throws IOException {
+        Path f = dir.resolve("names.meta");
+        if (!Files.isRegularFile(f)) return new TreeMap<>();
+        JsonNode n = JSON.readTree(MetaFile.read(f, NAMES_KIND, NAMES_VERSION)).path("names");
+        Map<String, String> out = new TreeMap<>();
+        n.properties().forEach(e -> out.put(e.getKey(), e.getValue().asString()));
+        return out;
+    }
+
+    private void writeNames(Map<String, String> names) throws IOException {
+        writeNames(names, defaultName().orElse(null));
+    }
+
+    private void writeNames(Map<String, String> names, String dflt) throws IOException {
+        Map<String, Object> body = new TreeMap<>();
+        body.put("names", new TreeMap<>(names));
+        if (dflt != null && names.containsKey(dflt)) body.put("default", dflt); // a removed name stops being the default
+        MetaFile.write(dir.resolve("names.meta"), NAMES_KIND, NAMES_VERSION, JSON.writeValueAsString(body));
+    }
+
+    /**
+     * The operator's default image: what {@code open_workspace} runs on when it names no image (on the levels that
+     * open images; every tenant may open it). Empty: the levels' built-in images.
+     */
+    public Optional<String> defaultName() throws IOException {
+        Path f = dir.resolve("names.meta");
+        if (!Files.isRegularFile(f)) return Optional.empty();
+        JsonNode d = JSON.readTree(MetaFile.read(f, NAMES_KIND, NAMES_VERSION)).path("default");
+        return d.isString() ? Optional.of(d.asString()) : Optional.empty();
+    }
+
+    /** Makes {@code name} the default image ({@link #defaultName}); null goes back to the built-in images. */
+    public void setDefault(String name) throws ImageException, IOException {
+        try (var lock = lock()) {
+            Map<String, String> names = names();
+            if (name != null && !names.containsKey(name)) {
+                throw new ImageException("no image named '" + name + "' (images: " + names.keySet() + ")");
+            }
+            writeNames(names, name);
+        }
+    }
+
+    // ---------------------------------------------------------------- import
+
+    /**
+     * Imports an OCI image layout ({@code PATH} or {@code PATH:TAG}) or a docker/podman save archive under
+     * {@code name} (which then points at it, replacing what it pointed at). {@code progress} gets one line per step.
+     */
+    public ImageRecord importFrom(String source, String name, ImportLimits limits, Consumer<String> progress)
+            throws ImageException, IOException {
+        Path abs = Path.of(source.contains(":") && !Files.exists(Path.of(source)) ? source.substring(0, source.lastIndexOf(':')) : source)
+                .toAbsolutePath();
+        String origin = (Files.isDirectory(abs) ? "oci-layout:" : "archive:") + Path.of(source).toAbsolutePath();
+        // an archive holds the layers (uncompressed in docker's format) and a little metadata
+        long maxArchive = limits.maxLayerBytes() + limits.maxTreeBytes() + (64L << 20);
+        return importWith(name, limits, progress, scratch -> OciSource.open(source, scratch, maxArchive), origin);
+    }
+
+    /** Pulls {@code ref} from a registry (distribution API v2, token or basic auth) and imports it under {@code name}. */
+    public ImageRecord pull(String ref, String name, ImportLimits limits, RegistryClient.Credentials credentials,
+                            boolean plainHttp, Consumer<String> progress) throws ImageException, IOException {
+        RegistryClient.Reference r = RegistryClient.Reference.parse(ref);
+        return importWith(name, limits, progress, scratch -> {
+            Path layout = scratch.resolve("layout");
+            new RegistryClient(credentials, plainHttp, progress).pull(r, layout, limits);
+            return OciSource.layout(layout, null);
+        }, "registry:" + r);
+    }
+
+    @FunctionalInterface
+    interface SourceOpener {
+        OciSource.Resolved open(Path scratch) throws IOException, ImageException;
+    }
+
+    ImageRecord importWith(String name, ImportLimits limits, Consumer<String> progress, SourceOpener opener, String origin)
+            throws ImageException, IOException {
+        checkName(name);
+        long t0 = System.nanoTime();
+        Files.createDirectories(store);
+        traverseOnly(dir);
+        traverseOnly(store);
+        Path scratch = Files.createTempDirectory(dir, ".import-" + ProcessHandle.current().pid() + "-");
+        try {
+            OciSource.Resolved img = opener.open(scratch);
+            Optional<ImageRecord> have = byDigest(img.digest());
+            if (have.isPresent()) {
+                progress.accept("image " + img.digest() + " is in the store already");
+                name(name, img.digest());
+                return have.get();
+            }
+            long layerBytes = 0;
+            for (OciSource.Layer l : img.layers()) layerBytes += Files.size(l.blob());
+            if (layerBytes > limits.maxLayerBytes()) {
+                throw new ImageException("the image's layers are " + (layerBytes >> 20) + " MiB, above the limit of "
+                        + (limits.maxLayerBytes() >> 20) + " MiB");
+            }
+            Path rootfs = scratch.resolve("rootfs");
+            Files.createDirectory(rootfs);
+            Files.setPosixFilePermissions(rootfs, PosixFilePermissions.fromString("rwxr-xr-x"));
+            ImportReport.Builder report = new ImportReport.Builder();
+            LayerApplier applier = new LayerApplier(rootfs, limits.maxTreeBytes(), report);
+            List<ImageRecord.LayerInfo> layers = new ArrayList<>();
+            int i = 0;
+            for (OciSource.Layer l : img.layers()) {
+                i++;
+                String label = "layer " + i + "/" + img.layers().size() + (l.digest() == null ? "" : " " + l.digest());
+                progress.accept("applying " + label + " (" + Files.size(l.blob()) + " bytes)");
+                if (l.digest() != null) OciSource.checkDigest(l.blob(), l.digest(), label);
+                String diff = applier.apply(l.blob(), label);
+                if (!diff.equals(l.diffId())) {
+                    throw new ImageException(label + ": uncompressed content is " + diff + ", the config says " + l.diffId()
+                            + ": the layer is corrupt or truncated");
+                }
+                layers.add(new ImageRecord.LayerInfo(l.digest(), l.diffId(), Files.size(l.blob())));
+            }
+            addMountPoints(rootfs, report);
+            progress.accept("building the read-only ext4 base (" + (applier.treeBytes() >> 20) + " MiB of files)");
+            Path ext4 = scratch.resolve("base.ext4");
+            BaseDisk.build(rootfs, ext4, applier.treeBytes());
+            JsonNode cfg = img.config().path("config");
+            List<String> env = new ArrayList<>();
+            for (JsonNode e : cfg.path("Env")) env.add(e.asString(""));
+            String wd = cfg.path("WorkingDir").asString("");
+            String user = cfg.path("User").asString("");
+            ImageRecord rec = new ImageRecord(img.digest(), img.configDigest(), origin, img.architecture(), layers, layerBytes,
+                    applier.treeBytes(), BaseDisk.allocated(ext4), DRIVERS, env, wd.isEmpty() ? null : wd,
+                    user.isEmpty() ? null : user, Instant.now().toString(), (System.nanoTime() - t0) / 1_000_000, report.build());
+            // only what the image is made of stays: the source's copy (archive, pulled layout) goes
+            for (String extra : List.of("archive", "layout")) Trees.delete(scratch.resolve(extra));
+            MetaFile.write(scratch.resolve("image.meta"), KIND, VERSION, JSON.writeValueAsString(rec));
+            traverseOnly(scratch);
+            try (var lock = lock()) {
+                Path target = contentDir(img.digest());
+                if (!Files.isDirectory(target)) Files.move(scratch, target, StandardCopyOption.ATOMIC_MOVE);
+                name(name, img.digest());
+            }
+            progress.accept("imported " + name + " = " + img.digest() + ": " + (rec.treeBytes() >> 20) + " MiB of files, ext4 base "
+                    + (rec.baseDiskBytes() >> 20) + " MiB, layers " + (layerBytes >> 20) + " MiB; " + rec.report().summary());
+            return rec;
+        } finally {
+            Trees.delete(scratch); // gone already when it became the image
+        }
+    }
+
+    /**
+     * Where sandboxes mount their own things ({@code /proc}, {@code /dev}, {@code /tmp}, {@code /run}, the workspace's
+     * writable layer): created as empty root-owned directories when the image lacks them, so that nothing has to be
+     * made in the read-only tree later. Never through a link: a mount point that is a link is left as it is (and
+     * reported), and the namespace driver then refuses to start on the image.
+     */
+    static final List<String> MOUNT_POINTS = List.of("proc", "dev", "sys", "tmp", "run", "etc", "workspace", "root", "usr",
+            "usr/local", "var");
+
+    private static void addMountPoints(Path rootfs, ImportReport.Builder report) throws IOException {
+        for (String m : MOUNT_POINTS) {
+            Path p = rootfs.resolve(m);
+            if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) continue;
+            if (Files.exists(p, LinkOption.NOFOLLOW_LINKS) || Files.isSymbolicLink(p.getParent())) {
+                report.changed("/" + m + ": not a directory in the image, so no mount point was added there");
+                continue;
+            }
+            Files.createDirectory(p);
+            Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(m.equals("tmp") ? "rwxrwxrwx" : "rwxr-xr-x"));
+        }
+    }
+
+    private void name(String name, String digest) throws IOException {
+        try (var lock = lock()) {
+            Map<String, String> names = names();
+            names.put(name, digest);
+            writeNames(names);
+        }
+    }
+
+    // ---------------------------------------------------------------- removal
+
+    /** What {@link #remove} and {@link #gc} did. */
+    public record Removal(List<String> names, List<String> digests, long bytesFreed) {}
+
+    /**
+     * Removes a name; its content goes too when no other name points at it. Refused while the image is in use.
+     *
+     * @param inUse digest -> what uses it (workspaces, snapshots), as the engine knows
+     */
+    public Removal remove(String name, Map<String, List<String>> inUse) throws ImageException, IOException {
+        try (var lock = lock()) {
+            Map<String, String> names = names();
+            String digest = names.get(name);
+            if (digest == null) throw new ImageException("no image named '" + name + "' (images: " + names.keySet() + ")");
+            List<String> users = inUse.getOrDefault(digest, List.of());
+            if (!users.isEmpty()) {
+                throw new ImageException("image '" + name + "' (" + digest + ") is in use by " + String.join(", ", users)
+                        + "; close those workspaces and delete those snapshots first");
+            }
+            names.remove(name);
+            writeNames(names);
+            if (names.containsValue(digest)) return new Removal(List.of(name), List.of(), 0);
+            long bytes = Trees.bytes(contentDir(digest));
+            Trees.delete(contentDir(digest));
+            return new Removal(List.of(name), List.of(digest), bytes);
+        }
+    }
+
+    /** Deletes content no name points at and nothing uses, and imports a dead process left half-done. */
+    public Removal gc(Map<String, List<String>> inUse) throws IOException {
+        List<String> digests = new ArrayList<>();
+        long bytes = 0;
+        if (!Files.isDirectory(dir)) return new Removal(List.of(), List.of(), 0);
+        try (var lock = lock()) {
+            var named = names().values();
+            if (Files.isDirectory(store)) {
+                try (var s = Files.list(store)) {
+                    for (Path c : s.toList()) {
+                        String d = "sha256:" + c.getFileName();
+                        if (named.contains(d) || inUse.containsKey(d)) continue;
+                        bytes += Trees.bytes(c);
+                        Trees.delete(c);
+                        digests.add(d);
+                    }
+                }
+            }
+            try (var s = Files.list(dir)) {
+                for (Path c : s.toList()) {
+                    String f = c.getFileName().toString();
+                    if (!f.startsWith(".import-")) continue;
+                    long pid = Long.parseLong(f.split("-")[1]);
+                    if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) continue;
+                    bytes += Trees.bytes(c);
+                    Trees.delete(c);
+                }
+            }
+        }
+        return new Removal(List.of(), digests, bytes);
+    }
+
+    // ---------------------------------------------------------------- locking
+
+    private static final java.util.concurrent.locks.ReentrantLock JVM_LOCK = new java.util.concurrent.locks.ReentrantLock();
+    private static FileChannel lockChannel;
+    private static FileLock fileLock;
+
+    /** The JVM lock orders threads (reentrant: an import names its image under the lock it holds), the file lock processes. */
+    private AutoCloseable0 lock() throws IOException {
+        Files.createDirectories(dir);
+        JVM_LOCK.lock();
+        try {
+            if (JVM_LOCK.getHoldCount() == 1) {
+                lockChannel = FileChannel.open(dir.resolve(".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+                fileLock = lockChannel.lock();
+            }
+        } catch (IOException | RuntimeException e) {
+            if (lockChannel != null && JVM_LOCK.getHoldCount() == 1) lockChannel.close();
+            JVM_LOCK.unlock();
+            throw e;
+        }
+        return () -> {
+            try {
+                if (JVM_LOCK.getHoldCount() == 1) {
+                    try {
+                        fileLock.release();
+                    } finally {
+                        lockChannel.close();
+                    }
+                }
+            } finally {
+                JVM_LOCK.unlock();
+            }
+        };
+    }
+
+    private interface AutoCloseable0 extends AutoCloseable {
+        @Override void close() throws IOException;
+    }
+
+    private static void traverseOnly(Path p) throws IOException {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwx--x--x"));
+    }
+}

@@ -1,0 +1,27 @@
+package dev.berth.engine.spi;
+
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * An imported image a sandbox runs on instead of its driver's built-in one: the one hook by which drivers learn
+ * which root tree or base disk a workspace uses. Both paths are read-only artifacts of the image store, never
+ * modified by a driver.
+ *
+ * @param name     the name the workspace was opened with (for messages)
+ * @param digest   content digest of the image ({@code sha256:...}, the manifest's)
+ * @param rootTree read-only root directory tree (namespace driver: entered read-only, the workspace's layer on top)
+ * @param baseDisk read-only ext4 filesystem of the same tree (microVM driver: lower layer of the guest's overlay)
+ */
+public record RootImage(String name, String digest, Path rootTree, Path baseDisk) {
+    public RootImage {
+        Objects.requireNonNull(digest, "digest");
+        Objects.requireNonNull(rootTree, "rootTree");
+        Objects.requireNonNull(baseDisk, "baseDisk");
+    }
+
+    /** Short form for ids and messages: {@code name@sha256:0123456789ab}. */
+    public String label() {
+        return name + "@" + digest.substring(0, Math.min(digest.length(), 19));
+    }
+}

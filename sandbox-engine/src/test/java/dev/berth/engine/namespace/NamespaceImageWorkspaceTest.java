@@ -1,0 +1,48 @@
+package dev.berth.engine.namespace;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.AbstractImageWorkspaceTest;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.spi.IsolationDriver;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+/** The image cases on bubblewrap, plus its own: the image's root is read-only, not copy-on-write. */
+class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
+    @Override
+    protected IsolationDriver driver(Path home) { return new NamespaceDriver(home); }
+
+    @Test
+    void operatorsDefaultImage_isUsedWhenNoneIsNamed_andBuiltInStillOpens() throws Exception {
+        engine.images().setDefault("tiny");
+        try {
+            var onDefault = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
+            assertEquals("tiny", onDefault.image().name());
+            assertEquals("ID=" + dev.berth.engine.image.OciFixture.MARKER, run(onDefault.id(), "cat /etc/os-release").stdout().strip());
+            var builtIn = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "built-in")).workspace();
+            assertEquals("built-in", builtIn.image().name());
+            // a tenant granted nothing still opens the operator's default
+            Tenant none = new Tenant("nobody", Tenant.Quota.UNLIMITED, java.util.Set.of(), null, java.util.Set.of());
+            var theirs = engine.open(none, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
+            assertEquals("tiny", theirs.image().name());
+            for (var w : java.util.List.of(onDefault, builtIn)) engine.closeWorkspace(Tenant.LOCAL, w.id(), true);
+            engine.closeWorkspace(none, theirs.id(), true);
+        } finally {
+            engine.images().setDefault(null);
+        }
+    }
+
+    @Test
+    void imageRoot_isReadOnly() throws Exception {
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "tiny")).workspace().id();
+        RunResult r = run(ws, "echo x > /etc/os-release");
+        assertTrue(r.exitCode() != 0, r.stdout());
+        assertTrue(r.stderr().contains("Read-only file system"), r.stderr());
+        assertEquals(0, run(ws, "echo x > /usr/local/x && echo x > /root/x").exitCode());
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+    }
+}
