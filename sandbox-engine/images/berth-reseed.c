@@ -3,8 +3,8 @@
  *
  * After a fork the host mixes fresh randomness into the guest (agent RNG_SEED: write + RNDADDENTROPY), but on
  * Linux >= 5.18 a credited write does not reseed an already initialised CRNG: every fork of one snapshot would
- * keep producing the same /dev/urandom bytes until the next timed reseed. The microvm driver runs this right
- * after RNG_SEED. (Better in the agent's RNG_SEED itself; this helper is the driver's stopgap until it is.)
+ * keep producing the same /dev/urandom bytes until the next timed reseed. The agent's RNG_SEED now reseeds itself;
+ * the microvm driver runs this only for a guest whose agent does not confine runs (images built before).
  */
 #include <fcntl.h>
 #include <linux/random.h>

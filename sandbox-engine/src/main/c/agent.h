@@ -123,6 +123,7 @@ int exec_stdin_blocking(int64_t now);
 /* ---- confined runs (confine.c) ---- */
 #include <sys/types.h>
 extern int g_isolate_runs;                       /* --isolate-runs */
+extern const char *g_run_cgroup;                 /* --run-cgroup DIR */
 pid_t confine_clone(void);
 void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *arg) __attribute__((noreturn));
 int confine_command(void);

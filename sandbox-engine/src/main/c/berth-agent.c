@@ -403,8 +403,8 @@ static void describe(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: berth-agent --connect unix:PATH [--proxy-port P] [--isolate-runs]\n"
-            "       berth-agent --device PATH [--proxy-port P] [--isolate-runs]\n"
+            "usage: berth-agent --connect unix:PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]]\n"
+            "       berth-agent --device PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]]\n"
             "       berth-agent --describe\n");
     exit(2);
 }
@@ -425,6 +425,8 @@ int main(int argc, char **argv) {
             g_target = t + 5;
         } else if (!strcmp(argv[i], "--isolate-runs")) {
             g_isolate_runs = 1;
+        } else if (!strcmp(argv[i], "--run-cgroup") && i + 1 < argc) {
+            g_run_cgroup = strdup(argv[++i]); /* a copy: a run init overwrites argv to retitle itself */
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             g_mode = MODE_DEVICE;
             g_target = argv[++i];
@@ -441,6 +443,10 @@ int main(int argc, char **argv) {
         }
     }
     if (g_mode == MODE_NONE) usage();
+    if (g_run_cgroup && !g_isolate_runs) {
+        fprintf(stderr, "berth-agent: --run-cgroup needs --isolate-runs\n");
+        return 2;
+    }
 
     /* a dead host socket must surface as EPIPE from write(), not kill the agent */
     signal(SIGPIPE, SIG_IGN);

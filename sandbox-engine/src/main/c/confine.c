@@ -43,6 +43,7 @@
 #endif
 
 int g_isolate_runs;
+const char *g_run_cgroup; /* --run-cgroup DIR: the cgroup (v2) every run init joins before it forks the command */
 static char *g_args;      /* the agent's argument strings (contiguous), so a run init can retitle itself */
 static size_t g_args_len;
 
@@ -141,14 +142,47 @@ int confine_command(void) {
     return install_seccomp();
 }
 
+/* Moves the calling process into g_run_cgroup ("0": the writer itself, whatever its pid namespace). */
+static int join_run_cgroup(void) {
+    if (!g_run_cgroup) return 0;
+    char path[512];
+    if ((size_t)snprintf(path, sizeof path, "%s/cgroup.procs", g_run_cgroup) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : write(fd, "0", 1);
+    int e = n == 1 ? 0 : n < 0 ? errno : EIO;
+    if (fd >= 0) close(fd);
+    if (e) {
+        logmsg("a run cannot join %s: %s", path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
 /* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
 static int run_mounts(void) {
     /* gVisor (runsc 2022) cannot change propagation (EINVAL); its mounts do not propagate anyway */
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL) return -1;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL) {
+        logmsg("a run's mounts: making / private: %s", strerror(errno));
+        return -1;
+    }
     /* the agent's binary and host socket are none of the run's business (and their sources name host paths) */
     umount2("/run/berth", MNT_DETACH);
     umount2("/run/berth-agent", MNT_DETACH);
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) return -1;
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        logmsg("a run's mounts: a fresh /proc: %s", strerror(errno));
+        return -1;
+    }
+    /* /sys and the cgroup tree read-only: in a microVM a run is the guest's uid 0 (without capabilities), which
+     * still owns root's 0644 knobs, among them cgroup.procs: it could leave its group and with it the limits */
+    static const char *const ro_sys[] = {"/sys", "/sys/fs/cgroup"};
+    for (size_t i = 0; i < sizeof ro_sys / sizeof ro_sys[0]; i++) {
+        if (mount(ro_sys[i], ro_sys[i], NULL, MS_BIND | MS_REC, NULL) == 0)
+            mount(NULL, ro_sys[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    }
     /* the kernel knobs stay read-only, as in the sandbox's own /proc */
     static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
     for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
@@ -188,8 +222,10 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
         memset(g_args, 0, g_args_len);
         strncpy(g_args, "berth-run-init", g_args_len);
     }
-    if (run_mounts() < 0) {
-        unsigned char msg[5] = {'C'};
+    /* join the runs' group first (its pids and memory limits; the agent stays outside it, so a run that exhausts
+     * them cannot starve the agent), then lose the means to leave it (run_mounts: /sys/fs/cgroup read-only) */
+    if (join_run_cgroup() < 0 || run_mounts() < 0) {
+        unsigned char msg[5] = {'R'};
         put_u32(msg + 1, (uint32_t)errno);
         (void)!write(ready_fd, msg, sizeof msg);
         _exit(126);

@@ -391,7 +391,7 @@ static void do_exec(uint32_t chan, struct rd *r) {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         got = (size_t)n;
-        while (st[0] == 'C' && got < 5) {
+        while ((st[0] == 'C' || st[0] == 'R') && got < 5) {
             n = read(pst[0], st + got, 5 - got);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
@@ -400,10 +400,12 @@ static void do_exec(uint32_t chan, struct rd *r) {
     }
     if (got == 0 || st[0] != 'K') {
         int e = EIO;
-        if (got == 5 && st[0] == 'C') e = (int)(((uint32_t)st[1] << 24) | ((uint32_t)st[2] << 16) | ((uint32_t)st[3] << 8) | st[4]);
+        if (got == 5 && (st[0] == 'C' || st[0] == 'R'))
+            e = (int)(((uint32_t)st[1] << 24) | ((uint32_t)st[2] << 16) | ((uint32_t)st[3] << 8) | st[4]);
         /* reap it here: it never became a run, so the SIGCHLD loop must not see it */
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
         if (got == 0) send_error(chan, EIO, "child for %s died before exec", argv[0]);
+        else if (st[0] == 'R') send_error(chan, e, "confining the run (its cgroup, mounts): %s", strerror(e));
         else send_error(chan, e, "cwd %s: %s", cwd, strerror(e));
         close_fd(&pin[1]);
         close_fd(&pout[0]);

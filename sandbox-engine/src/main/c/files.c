@@ -260,6 +260,13 @@ static void rng_seed(uint32_t chan, struct rd *r) {
     memcpy(req.data, seed, credit);
     unsigned char credited = ioctl(fd, RNDADDENTROPY, &req) == 0;
     if (!credited) logmsg("RNDADDENTROPY: %s (seed mixed, not credited)", strerror(errno));
+    /* Linux >= 5.18 does not reseed an initialised CRNG on credit: forks of one snapshot would go on producing the
+     * same bytes until the next timed reseed. Force it (CAP_SYS_ADMIN, as above); a kernel without the ioctl
+     * (before 4.17) reseeds on credit. */
+    if (credited && ioctl(fd, RNDRESEEDCRNG) < 0 && errno != EINVAL && errno != ENOTTY) {
+        logmsg("RNDRESEEDCRNG: %s (seed credited, CRNG not reseeded)", strerror(errno));
+        credited = 0;
+    }
     close(fd);
     send_ok(chan, &credited, 1);
 }

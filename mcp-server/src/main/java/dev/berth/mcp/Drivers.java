@@ -47,7 +47,8 @@ final class Drivers {
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
         if (operator != null) {
             cfg = cfg.withGuard(operator.guardMode())
-                    .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces());
+                    .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces())
+                    .withTemplates(operator.templates());
         }
         AuditTrail trail;
         try {

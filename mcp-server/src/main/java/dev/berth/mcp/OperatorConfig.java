@@ -25,10 +25,10 @@ import tools.jackson.databind.json.JsonMapper;
  * resolved against the file's folder.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics) {
+                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null, null);
     }
 
     /**
@@ -52,14 +52,16 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     /**
      * When idle workspaces are parked or closed and ephemeral ones expire, in seconds (0 = never), and how many
      * workspaces may be live at once over all tenants. Absent fields keep Berth's defaults (park after 900 s idle,
-     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces); in {@code tenants.<id>.lifecycle}
+     * close an ephemeral one after 3600 s idle, no TTL, 64 live workspaces, 16 forks per {@code open_workspace
+     * {count}}); in {@code tenants.<id>.lifecycle}
      * they keep the server-wide values. {@code ttl_s} applies to ephemeral workspaces only (see the engine's
      * LifecyclePolicy for why).
      */
     public record LifecycleConfig(@JsonProperty("idle_park_s") Long idleParkSeconds,
                                   @JsonProperty("idle_close_s") Long idleCloseSeconds,
                                   @JsonProperty("ttl_s") Long ttlSeconds,
-                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces) {
+                                  @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces,
+                                  @JsonProperty("max_forks_per_open") Integer maxForksPerOpen) {
         dev.berth.engine.LifecyclePolicy over(dev.berth.engine.LifecyclePolicy base) {
             return base.with(idleParkSeconds, idleCloseSeconds, ttlSeconds);
         }
@@ -84,6 +86,19 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public int maxLiveWorkspaces() {
         return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES
                 : lifecycle.maxLiveWorkspaces();
+    }
+
+    /**
+     * The warm pool: {@code size} fresh sandboxes kept started per available isolation level (default resources),
+     * claimed by fresh opens; absent or 0 = no pool. A pool that cannot fit the machine's memory is refused at start.
+     */
+    public record Pool(Integer size) {}
+
+    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool's size. */
+    public dev.berth.engine.TemplateSettings templates() {
+        int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT
+                : lifecycle.maxForksPerOpen();
+        return new dev.berth.engine.TemplateSettings(forks, pool == null || pool.size() == null ? 0 : pool.size());
     }
 
     /**
@@ -213,7 +228,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
                     h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
-                    c.metrics());
+                    c.metrics(), c.pool());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth);
@@ -246,7 +261,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
         return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle,
-                audit, metrics);
+                audit, metrics, pool);
     }
 
     /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
@@ -333,9 +348,18 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
             throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
         }
+        if (pool != null && pool.size() != null && (pool.size() < 0 || pool.size() > 64)) {
+            throw new ConfigException(at + "pool.size must be 0 (no pool) to 64, got " + pool.size());
+        }
+        if (lifecycle != null && lifecycle.maxForksPerOpen() != null && lifecycle.maxForksPerOpen() < 1) {
+            throw new ConfigException(at + "lifecycle.max_forks_per_open must be >= 1, got " + lifecycle.maxForksPerOpen());
+        }
         for (var e : tenants.entrySet()) {
             LifecycleConfig tl = e.getValue() == null ? null : e.getValue().lifecycle();
             checkLifecycle(at, "tenants." + e.getKey() + ".lifecycle", tl);
+            if (tl != null && tl.maxForksPerOpen() != null) {
+                throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_forks_per_open is server-wide; set it in lifecycle");
+            }
             if (tl != null && tl.maxLiveWorkspaces() != null) {
                 throw new ConfigException(at + "tenants." + e.getKey() + ".lifecycle.max_live_workspaces is server-wide; a tenant's"
                         + " own limit is tenants." + e.getKey() + ".quota.workspaces");

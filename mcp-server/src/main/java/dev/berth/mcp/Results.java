@@ -89,6 +89,18 @@ final class Results {
         m.put("created", r.created());
         m.put("resumed", r.resumed());
         m.put("note", r.note());
+        if (r.pool() != null) m.put("pool", r.pool());
+        return m;
+    }
+
+    /** open_workspace with count: the first workspace as the result, and every one of them under {@code forks}. */
+    static Map<String, Object> openMany(java.util.List<OpenResult> all) {
+        Map<String, Object> m = open(all.getFirst());
+        if (all.size() > 1) {
+            m.put("note", "forked " + all.size() + " workspaces from snapshot '" + all.getFirst().workspace().fromSnapshot()
+                    + "' (this one and " + (all.size() - 1) + " more, all listed in forks)");
+        }
+        m.put("forks", all.stream().map(Results::open).toList());
         return m;
     }
 

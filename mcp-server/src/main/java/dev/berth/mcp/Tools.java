@@ -121,8 +121,11 @@ final class Tools {
             resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
                     or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()));
         }
-        return Results.open(engine.open(tenants.apply(ex), new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
-                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"))));
+        OpenRequest open = new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
+                a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"));
+        Integer count = a.integer("count");
+        if (count == null) return Results.open(engine.open(tenants.apply(ex), open));
+        return Results.openMany(engine.openMany(tenants.apply(ex), open, count));
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }

@@ -146,6 +146,39 @@ abstract class AbstractStdioE2eTest {
     }
 
     @Test
+    void forkMany_countOpensIndependentForks_outOfRangeRefusedWithTheLimit() throws IOException {
+        String id = ok("open_workspace", Map.of("name", "tpl-" + isolation())).path("workspace").asString();
+        ok("run", Map.of("workspace", id, "command", "echo prepared > state.txt"));
+        String snap = ok("snapshot", Map.of("workspace", id, "name", "tpl-snap-" + isolation())).path("snapshot").asString();
+
+        JsonNode many = ok("open_workspace", Map.of("from_snapshot", snap, "count", 3));
+        JsonNode forks = many.path("forks");
+        assertEquals(3, forks.size(), many.toString());
+        assertEquals(forks.get(0).path("workspace").asString(), many.path("workspace").asString());
+        assertTrue(many.path("note").asString().contains("forked 3 workspaces"), many.toString());
+        Set<String> ids = new HashSet<>();
+        for (JsonNode f : forks) {
+            String fid = f.path("workspace").asString();
+            assertTrue(ids.add(fid), "distinct ids: " + forks);
+            assertEquals(snap, f.path("from_snapshot").asString());
+            assertEquals("prepared\n" + fid + "\n", ok("run", Map.of("workspace", fid,
+                    "command", "echo " + fid + " >> state.txt && cat state.txt")).path("stdout").asString());
+        }
+        for (List<Object> c : List.<List<Object>>of(
+                List.of(Map.of("from_snapshot", snap, "count", 0), "count must be between 1 and 16"),
+                List.of(Map.of("from_snapshot", snap, "count", 17), "count must be between 1 and 16"),
+                List.of(Map.of("count", 2), "give from_snapshot"),
+                List.of(Map.of("from_snapshot", snap, "count", 2, "name", "x"), "cannot be given to 2 workspaces"))) {
+            @SuppressWarnings("unchecked") Map<String, Object> args = (Map<String, Object>) c.get(0);
+            String msg = error("open_workspace", args);
+            assertTrue(msg.contains((String) c.get(1)), args + " -> " + msg);
+        }
+        for (String fid : ids) ok("close_workspace", Map.of("workspace", fid));
+        ok("close_workspace", Map.of("workspace", id, "delete", true));
+        ok("snapshot", Map.of("delete", snap));
+    }
+
+    @Test
     void ephemeralWorkspace_leavesNothingOnDiskAfterClose() throws IOException {
         Set<Path> before = tree(home);
         JsonNode open = ok("open_workspace", Map.of());

@@ -37,6 +37,23 @@ class ExamplesE2eTest {
     }
 
     @Test
+    void templateWalkthrough_forksThreeAndRunsEachSubset() throws Exception {
+        Path home = Files.createTempDirectory("berth-template-example-");
+        try {
+            Process p = new ProcessBuilder("node", "template-walkthrough.mjs", McpBridge.JAR.toString(), "--home", home.toString(),
+                    "--isolation", "namespace").directory(EXAMPLES.toFile()).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(180, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), out);
+            for (String suite : List.of("unit: ok", "integration: ok", "lint: ok")) assertTrue(out.contains(suite), out);
+            assertTrue(out.strip().endsWith("done"), out);
+        } finally {
+            dev.berth.engine.spi.Trees.delete(home);
+        }
+    }
+
+    @Test
     void egressPolicyExample_isTheWorkspaceCeiling() throws Exception {
         Path home = Files.createTempDirectory("berth-egress-example-");
         try (McpBridge mcp = McpBridge.stdio(home, "--egress", EXAMPLES.resolve("egress-policy.json").toString())) {

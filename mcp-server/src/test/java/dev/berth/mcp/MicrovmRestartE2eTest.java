@@ -30,9 +30,11 @@ class MicrovmRestartE2eTest {
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "vm-keep"));
-            mcp.ok("run", Map.of("workspace", "vm-keep", "command",
-                    // written then renamed: a reader never sees the file truncated mid-write
-                    "echo on-disk > notes.txt; sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
+            mcp.ok("run", Map.of("workspace", "vm-keep", "command", "echo on-disk > notes.txt"));
+            // a background run of its own (nothing outlives its run in a guest either); written then renamed: a
+            // reader never sees the file truncated mid-write
+            mcp.ok("run", Map.of("workspace", "vm-keep", "background", true, "command",
+                    "i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done"));
             mcp.ok("run", Map.of("workspace", "vm-keep", "command", "sleep 1; cat /tmp/counter"));
         }
         ProcessHandle.of(serverPid).ifPresent(p -> p.onExit().orTimeout(60, TimeUnit.SECONDS).join());
@@ -60,9 +62,9 @@ class MicrovmRestartE2eTest {
         try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
             serverPid = mcp.connect().path("pid").asLong();
             id = mcp.ok("open_workspace", Map.of("name", "vm-crash")).path("workspace").asString();
-            mcp.ok("run", Map.of("workspace", "vm-crash", "command",
-                    "echo unsynced > notes.txt; echo in-memory > /tmp/mem.txt; "
-                    + "sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done' >/dev/null 2>&1 &"));
+            mcp.ok("run", Map.of("workspace", "vm-crash", "command", "echo unsynced > notes.txt; echo in-memory > /tmp/mem.txt"));
+            mcp.ok("run", Map.of("workspace", "vm-crash", "background", true, "command",
+                    "i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/counter; sleep 0.2; done"));
             ProcessHandle server = ProcessHandle.of(serverPid).orElseThrow();
             List<ProcessHandle> qemus = server.descendants().filter(p -> p.info().command().orElse("").contains("qemu")).toList();
             assertEquals(1, qemus.size(), "expected one QEMU under the server");
@@ -77,8 +79,9 @@ class MicrovmRestartE2eTest {
             });
             Path journal = home.resolve("workspaces").resolve(id).resolve("runs.journal");
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!Files.exists(journal) && System.nanoTime() < deadline) Thread.onSpinWait();
-            assertTrue(Files.exists(journal), "the run never started");
+            // the journal already names the background run: wait for the one in flight
+            while (!journalNames(journal, "sleep 120") && System.nanoTime() < deadline) Thread.onSpinWait();
+            assertTrue(journalNames(journal, "sleep 120"), "the run never started");
             server.destroyForcibly();
             server.onExit().get(20, TimeUnit.SECONDS);
             inFlight.join(Duration.ofSeconds(30));
@@ -126,6 +129,14 @@ class MicrovmRestartE2eTest {
             assertEquals("survived\nno-memory\n", r.path("stdout").asString());
             assertTrue(r.path("resumed").asBoolean());
             assertTrue(r.path("recovered").asString().startsWith("cold boot, memory lost"), r.toString());
+        }
+    }
+
+    private static boolean journalNames(Path journal, String command) {
+        try {
+            return Files.exists(journal) && Files.readString(journal).contains(command);
+        } catch (IOException e) {
+            return false;
         }
     }
 }

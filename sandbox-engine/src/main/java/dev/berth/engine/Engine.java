@@ -38,6 +38,8 @@ public final class Engine implements AutoCloseable {
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
     private final Ports ports;
+    private final ForkMany forks;
+    private final WarmPool pool;
     private final dev.berth.engine.image.ImageStore images;
     private volatile boolean closed;
 
@@ -54,9 +56,12 @@ public final class Engine implements AutoCloseable {
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence);
         this.images = new dev.berth.engine.image.ImageStore(store.home);
-        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images);
+        this.pool = config.templates().poolSize() == 0 ? null : new WarmPool(store, config.templates().poolSize(),
+                config.drivers().stream().filter(d -> d.probe().available()).toList());
+        this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence);
+        this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
 
     /**
@@ -64,6 +69,7 @@ public final class Engine implements AutoCloseable {
      * process owns it), then recovers what a previous owner left there.
      */
     public static Engine start(EngineConfig config) throws EngineException {
+        checkPoolFits(config);
         HomeLock lock = HomeLock.acquire(config.home().toAbsolutePath());
         Store store;
         try {
@@ -84,7 +90,22 @@ public final class Engine implements AutoCloseable {
         engine.ports.load();
         engine.registerGauges();
         engine.reaper.start();
+        if (engine.pool != null) engine.pool.start(); // after recovery: it deletes directories without a record
         return engine;
+    }
+
+    /** A warm pool whose members could not all be in memory at once is refused before anything starts. */
+    private static void checkPoolFits(EngineConfig config) throws EngineException {
+        int size = config.templates().poolSize();
+        if (size == 0) return;
+        long levels = config.drivers().stream().filter(d -> d.probe().available()).count();
+        long need = size * levels * dev.berth.engine.spi.Resources.DEFAULT.memoryMiB();
+        long have = DriverSelector.machineMemoryMiB();
+        if (have > 0 && need > have) {
+            throw new EngineException(Kind.LIMIT, "the warm pool does not fit this machine's memory: " + size + " per level x "
+                    + levels + " levels x " + dev.berth.engine.spi.Resources.DEFAULT.memoryMiB() + " MiB = " + need
+                    + " MiB, but the machine has " + have + " MiB; make the pool smaller (0 turns it off)");
+        }
     }
 
     // ---------------------------------------------------------------- lifecycle
@@ -92,6 +113,21 @@ public final class Engine implements AutoCloseable {
     public OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
         ensureOpen();
         return lifecycle.open(tenant, req);
+    }
+
+    /**
+     * Opens {@code count} workspaces from {@code req.fromSnapshot()}, started concurrently, all or nothing: each has
+     * its own id, host identity and run placeholders. {@code count} must be within 1 and the operator's limit
+     * ({@link TemplateSettings#forkLimit}); more than one needs a snapshot and no name.
+     */
+    public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count) throws EngineException {
+        ensureOpen();
+        return forks.open(tenant, req, count, config.templates().forkLimit());
+    }
+
+    /** Sandboxes of {@code isolation} waiting in the warm pool (0 without a pool). */
+    public int poolReady(String isolation) {
+        return pool == null ? 0 : pool.ready(isolation);
     }
 
     public ParkResult park(Tenant tenant, String ref) throws EngineException {
@@ -386,6 +422,8 @@ public final class Engine implements AutoCloseable {
         reaper.close();
         try {
             lifecycle.shutdown();
+            forks.close();
+            if (pool != null) pool.close();
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
             evidence.close(); // after the proxy: its last egress records go into the chain first

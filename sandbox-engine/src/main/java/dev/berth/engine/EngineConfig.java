@@ -24,12 +24,14 @@ import java.util.Map;
  * @param audit                 the audit trail runs, lifecycle events and egress decisions are recorded in (the engine
  *                              owns and closes it); null = the engine opens one in {@code home} (refusing on failure)
  * @param metrics               where the engine's meters go
+ * @param templates             fork many and the warm pool: how many workspaces one open may fork; null = defaults
  */
 public record EngineConfig(Path home, List<IsolationDriver> drivers, String defaultIsolation, String requiredIsolation,
                            int defaultTimeoutSeconds, int maxTimeoutSeconds, int maxOutputBytes,
                            LifecyclePolicy lifecycle, Map<String, LifecyclePolicy> tenantLifecycle, int maxWorkspaces,
                            GuardMode guard, EgressSettings egress,
-                           dev.berth.engine.audit.AuditTrail audit, dev.berth.engine.metrics.EngineMetrics metrics) {
+                           dev.berth.engine.audit.AuditTrail audit, dev.berth.engine.metrics.EngineMetrics metrics,
+                           TemplateSettings templates) {
 
     public static final int DEFAULT_MAX_WORKSPACES = 64;
 
@@ -39,12 +41,13 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
         lifecycle = lifecycle == null ? LifecyclePolicy.DEFAULT : lifecycle;
         tenantLifecycle = tenantLifecycle == null ? Map.of() : Map.copyOf(tenantLifecycle);
         if (metrics == null) metrics = dev.berth.engine.metrics.EngineMetrics.none();
+        if (templates == null) templates = TemplateSettings.DEFAULT;
         if (maxWorkspaces < 1) throw new IllegalArgumentException("maxWorkspaces must be at least 1, got " + maxWorkspaces);
     }
 
     public static EngineConfig defaults(Path home, List<IsolationDriver> drivers) {
         return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, LifecyclePolicy.DEFAULT, Map.of(),
-                DEFAULT_MAX_WORKSPACES, GuardMode.REPORT, null, null, null);
+                DEFAULT_MAX_WORKSPACES, GuardMode.REPORT, null, null, null, null);
     }
 
     /** The lifecycle policy of a tenant's workspaces: its override, else the server's. */
@@ -54,32 +57,37 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
 
     public EngineConfig withDefaultIsolation(String isolation) {
         return new EngineConfig(home, drivers, isolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, audit, metrics);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, audit, metrics, templates);
     }
 
     public EngineConfig withGuard(GuardMode mode) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, mode, egress, audit, metrics);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, mode, egress, audit, metrics, templates);
     }
 
     public EngineConfig withEgress(EgressSettings settings) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, settings, audit, metrics);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, settings, audit, metrics, templates);
     }
 
     /** The operator's lifecycle policy: server-wide, per-tenant overrides, and the cap on live workspaces. */
     public EngineConfig withLifecycle(LifecyclePolicy policy, Map<String, LifecyclePolicy> perTenant, int maxLive) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, policy, perTenant, maxLive, guard, egress, audit, metrics);
+                maxOutputBytes, policy, perTenant, maxLive, guard, egress, audit, metrics, templates);
     }
 
     public EngineConfig withAudit(dev.berth.engine.audit.AuditTrail trail) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, trail, metrics);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, trail, metrics, templates);
     }
 
     public EngineConfig withMetrics(dev.berth.engine.metrics.EngineMetrics m) {
         return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
-                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, audit, m);
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, audit, m, templates);
+    }
+
+    public EngineConfig withTemplates(TemplateSettings t) {
+        return new EngineConfig(home, drivers, defaultIsolation, requiredIsolation, defaultTimeoutSeconds, maxTimeoutSeconds,
+                maxOutputBytes, lifecycle, tenantLifecycle, maxWorkspaces, guard, egress, audit, metrics, t);
     }
 }

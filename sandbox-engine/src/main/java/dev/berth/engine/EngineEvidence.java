@@ -117,7 +117,9 @@ final class EngineEvidence implements AutoCloseable {
 
     /** A content digest of a snapshot's files (path, size and SHA-256 of each, sorted), computed off the caller's path. */
     void snapshotDigest(Workspace ws, String snapshotId, Path dir) {
-        Thread.ofVirtual().name("berth-snapshot-digest-" + snapshotId).start(() -> {
+        // a platform thread of low priority: hashing reads every byte of the snapshot (a sparse disk image too), and
+        // on a virtual thread those reads would hold one of the few carrier threads that every other virtual thread needs
+        Thread.ofPlatform().daemon().priority(Thread.MIN_PRIORITY).name("berth-snapshot-digest-" + snapshotId).start(() -> {
             Map<String, Object> m = base(ws);
             m.put("snapshot", snapshotId);
             try {

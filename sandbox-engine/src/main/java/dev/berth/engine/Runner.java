@@ -88,7 +88,8 @@ final class Runner {
             }
             return h;
         } catch (AgentException e) {
-            if (e.errno() == 2 || e.errno() == 20 || e.errno() == 13) {
+            // the agent says "cwd ..." for a directory it could not enter; "confining the run ..." is the sandbox's fault
+            if ((e.errno() == 2 || e.errno() == 20 || e.errno() == 13) && !e.getMessage().contains("confining the run")) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "cannot run in cwd '" + p.cwd() + "': " + e.getMessage()
                         + "; use an existing directory (the default is " + DEFAULT_CWD + ")");
             }

@@ -34,10 +34,12 @@ final class WorkspaceLifecycle {
 
     private final EngineEvidence evidence;
     private final dev.berth.engine.image.ImageStore images;
+    private final WarmPool pool;
 
     WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
                        Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence,
-                       dev.berth.engine.image.ImageStore images) {
+                       dev.berth.engine.image.ImageStore images, WarmPool pool) {
+        this.pool = pool;
         this.evidence = evidence;
         this.images = images;
         this.config = config;
@@ -63,11 +65,17 @@ final class WorkspaceLifecycle {
         List<String> secrets = credentials.checkOpen(tenant, req.secrets());
 
         Workspace ws;
+        WarmPool.Member member;
         ImageChoice image = null;
         synchronized (registry.namesLock) {
             if (name != null) {
                 Optional<Workspace> existing = registry.byName(tenant, name);
                 if (existing.isPresent()) return reopen(tenant, existing.get(), req, lifecycle, driver);
+            }
+            if (snap != null && !Files.isDirectory(store.snapshotDir(snap.id()))) {
+                // deleted between the look-up and now (delete renames under this lock, so it is gone or whole)
+                throw new EngineException(Kind.NOT_FOUND, "snapshot '" + snap.name() + "' was deleted while this workspace"
+                        + " was being opened; nothing was created. Take a new snapshot to fork from");
             }
             long live = registry.live();
             if (live >= config.maxWorkspaces()) {
@@ -76,7 +84,10 @@ final class WorkspaceLifecycle {
             }
             registry.checkQuota(tenant, resources, true);
             image = chooseImage(tenant, req, snap, driver);
-            String id = Ids.next("ws-");
+            // a fresh workspace on the built-in image without credentials (whose sandbox gets nothing of its own at
+            // start) may take a sandbox the warm pool started; it becomes this workspace and never goes back
+            member = pool != null && snap == null && image == null && secrets.isEmpty() ? pool.claim(driver, resources) : null;
+            String id = member != null ? member.id() : Ids.next("ws-");
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
@@ -93,7 +104,7 @@ final class WorkspaceLifecycle {
             Files.createDirectories(ws.stateDir());
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
-            ws.sandbox = driver.start(startRequest(ws, mode));
+            ws.sandbox = member != null ? member.sandbox() : driver.start(startRequest(ws, mode));
             connect(ws);
             java.util.Map<String, Object> extra = new java.util.LinkedHashMap<>();
             if (snap != null) {
@@ -112,7 +123,7 @@ final class WorkspaceLifecycle {
             store.save(ws);
             String note = snap == null ? "new " + lifecycle.wireName() + " workspace"
                     : "forked from snapshot '" + snap.name() + "' (" + (snap.memoryKept() ? "files and memory" : "files") + ")";
-            return new OpenResult(ws.info(), true, false, note);
+            return new OpenResult(ws.info(), true, false, note, pool == null || snap != null ? null : member != null ? "hit" : "miss");
         } catch (SandboxException | IOException | EngineException e) {
             evidence.failed(snap == null ? "open" : "fork", driver.name(), t0);
             registry.remove(ws);

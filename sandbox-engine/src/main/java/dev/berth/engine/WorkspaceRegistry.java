@@ -77,6 +77,12 @@ final class WorkspaceRegistry {
 
     /** Refuses a new workspace that would take the tenant over one of its quotas, naming the quota and the numbers. */
     void checkQuota(Tenant tenant, Resources r, boolean newWorkspace) throws EngineException {
+        checkQuota(tenant, r, newWorkspace, 1);
+    }
+
+    /** As {@link #checkQuota(Tenant, Resources, boolean)} for {@code n} workspaces of resources {@code r} at once. */
+    void checkQuota(Tenant tenant, Resources one, boolean newWorkspace, int n) throws EngineException {
+        Resources r = new Resources(one.vcpus() * n, one.memoryMiB() * n, (int) Math.min(Integer.MAX_VALUE, (long) one.diskMiB() * n), one.maxPids());
         Tenant.Quota q = tenant.quota();
         List<Workspace> mine = of(tenant).stream().filter(w -> w.state() != WorkspaceState.CLOSED).toList();
         List<Workspace> running = mine.stream()
@@ -85,7 +91,7 @@ final class WorkspaceRegistry {
         int mem = running.stream().mapToInt(w -> w.resources.memoryMiB()).sum();
         long disk = mine.stream().mapToLong(w -> w.resources.diskMiB()).sum();
         String over = null;
-        if (newWorkspace && mine.size() + 1 > q.workspaces()) over = "workspaces: " + mine.size() + " open, limit " + q.workspaces();
+        if (newWorkspace && mine.size() + n > q.workspaces()) over = "workspaces: " + mine.size() + " open" + (n > 1 ? " + " + n + " asked" : "") + ", limit " + q.workspaces();
         else if (vcpus + r.vcpus() > q.vcpus()) over = "vcpus: " + vcpus + " in use + " + r.vcpus() + " asked, limit " + q.vcpus();
         else if (mem + r.memoryMiB() > q.memoryMiB()) over = "memory: " + mem + " MiB in use + " + r.memoryMiB() + " asked, limit " + q.memoryMiB() + " MiB";
         else if (newWorkspace && disk + r.diskMiB() > q.diskMiB()) over = "disk: " + disk + " MiB allotted + " + r.diskMiB() + " asked, limit " + q.diskMiB() + " MiB";

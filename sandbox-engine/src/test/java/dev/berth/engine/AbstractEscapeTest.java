@@ -131,7 +131,9 @@ public abstract class AbstractEscapeTest {
     @Test
     void agent_stoppedOrKilledFromARun_keepsServing() throws Exception {
         RunResult r = run(ws, "kill -STOP 1; kill -KILL 1; echo tried", 20);
-        assertTrue(r.stdout().contains("tried"), r.toString());
+        // Linux ignores both from inside the run's namespace; gVisor (runsc 20221219) now and then lets the SIGKILL
+        // reach the run's own init, which ends that run (and only it): what matters is that the agent serves on
+        assertTrue(r.stdout().contains("tried") || (info.isolation().equals("gvisor") && r.signal() == 9), r.toString());
         RunResult self = run(ws, "kill -STOP 2; echo not-stopped", 3);
         assertTrue(self.timedOut() || self.stdout().contains("not-stopped"), self.toString());
         long t0 = System.nanoTime();
@@ -152,7 +154,7 @@ public abstract class AbstractEscapeTest {
      * init is not dumpable); gVisor allows it, so there the init must hold no capabilities by then.
      */
     @Test
-    void ptrace_ofPid1_refusedOrWorthless() throws Exception {
+    protected void ptrace_ofPid1_refusedOrWorthless() throws Exception {
         String py = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                 + "rc = libc.ptrace(16, 1, 0, 0)\nprint('ATTACHED' if rc == 0 else os.strerror(ctypes.get_errno()), flush=True)\n"
                 + "if rc == 0:\n    os.waitpid(1, 0x40000000)\n    libc.ptrace(17, 1, 0, 0)\n";
@@ -185,7 +187,7 @@ public abstract class AbstractEscapeTest {
     }
 
     @Test
-    void seccompFilter_installedForRuns() throws Exception {
+    protected void seccompFilter_installedForRuns() throws Exception {
         RunResult r = sh("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status");
         assertTrue(r.stdout().contains("Seccomp:\t2"), r.stdout());
         // gVisor's /proc/self/status has no NoNewPrivs line; where the kernel shows it, it must be set
@@ -225,7 +227,7 @@ public abstract class AbstractEscapeTest {
     }
 
     @Test
-    void hostLoopbackServices_unreachable() throws Exception {
+    protected void hostLoopbackServices_unreachable() throws Exception {
         assertEquals("lo", sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").stdout().strip());
         RunResult connect = sh("exec 3<>/dev/tcp/127.0.0.1/" + hostService.getLocalPort() + " && echo CONNECTED");
         assertFalse(connect.stdout().contains("CONNECTED"), "reached a host loopback service: " + connect);
@@ -296,7 +298,7 @@ public abstract class AbstractEscapeTest {
     }
 
     @Test
-    void memoryBalloon_killedAtTheLimit_workspaceSurvives() throws Exception {
+    protected void memoryBalloon_killedAtTheLimit_workspaceSurvives() throws Exception {
         assumeEnforced("memory");
         String victim = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id();
         String outcome;

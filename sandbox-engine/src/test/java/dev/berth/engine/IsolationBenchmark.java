@@ -17,7 +17,9 @@ import java.util.function.Supplier;
  * The isolation levels side by side in one run, through the engine (as the MCP tools use it): open to first exec,
  * {@code run("true")}, park, resume (the first run after park), and the host memory an idle workspace costs (RSS of
  * its sandbox's host processes: bwrap and the agent; runsc, Sentry and gofer; QEMU). The microVM runs jailed and,
- * for comparison, unjailed ({@code -Dberth.microvm.unsafeNoJail=true}). Medians of {@code n} workspaces; needs root.
+ * for comparison, unjailed ({@code -Dberth.microvm.unsafeNoJail=true}) and with its runs unconfined in the guest
+ * ({@code -Dberth.microvm.unsafeUnconfinedRuns=true}: the cost of confined runs). Medians of {@code n} workspaces;
+ * needs root.
  *
  * <pre>
  * mvn -q -pl sandbox-engine -am test-compile
@@ -45,11 +47,18 @@ public final class IsolationBenchmark {
             } finally {
                 System.clearProperty("berth.microvm.unsafeNoJail");
             }
+            // runs confined below the guest agent (the default) against the agent running them unconfined
+            System.setProperty("berth.microvm.unsafeUnconfinedRuns", "true");
+            try {
+                rows.add(measure("microvm (unconfined runs)", home -> vm.get(), n, runs));
+            } finally {
+                System.clearProperty("berth.microvm.unsafeUnconfinedRuns");
+            }
         }
-        System.out.printf("%n%-20s %14s %12s %9s %11s %16s  %s%n", "level", "open->exec ms", "run(true) ms", "park ms",
+        System.out.printf("%n%-26s %14s %12s %9s %11s %16s  %s%n", "level", "open->exec ms", "run(true) ms", "park ms",
                 "resume ms", "idle RSS MiB/ws", "park keeps");
         for (Row r : rows) {
-            System.out.printf("%-20s %14d %12.1f %9d %11d %16d  %s%n", r.level(), r.openMs(), r.runMs(), r.parkMs(), r.resumeMs(),
+            System.out.printf("%-26s %14d %12.1f %9d %11d %16d  %s%n", r.level(), r.openMs(), r.runMs(), r.parkMs(), r.resumeMs(),
                     r.rssMiB(), r.parkKeeps());
         }
     }

@@ -165,9 +165,8 @@ final class GvisorSandbox implements Sandbox {
                         + resources.memoryMiB() + " MiB + " + OciBundle.OVERHEAD_MIB + " MiB for the Sentry and gofer")
                 : Limit.notEnforced("memory", resources.memoryMiB(), "MiB", why));
         out.add(pids.equals(String.valueOf(resources.maxPids() + OciBundle.OVERHEAD_TASKS))
-                ? Limit.enforced("pids", resources.maxPids(), "processes", "cgroup v1 pids.max on the sandbox's host tasks (set by runsc): "
-                        + resources.maxPids() + " + " + OciBundle.OVERHEAD_TASKS + " for the Sentry's and gofer's threads; every guest task is a host"
-                        + " task under the ptrace platform")
+                ? Limit.notEnforced("pids", resources.maxPids(), "processes", GvisorDriver.PIDS_NOT_EXACT + " (set by runsc): "
+                        + resources.maxPids() + " + " + OciBundle.OVERHEAD_TASKS)
                 : Limit.notEnforced("pids", resources.maxPids(), "processes", why));
         out.add(layout.usesImage()
                 ? Limit.enforced("disk", layout.diskMiB(), "MiB", "a size-limited ext4 image (loop mount) served by the gofer; writes beyond it get ENOSPC")

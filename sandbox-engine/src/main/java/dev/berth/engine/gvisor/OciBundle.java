@@ -21,10 +21,14 @@ final class OciBundle {
     /** Memory the sentry and gofer need on top of the workspace's own (the cgroup covers the whole sandbox). */
     static final int OVERHEAD_MIB = 64;
     /**
-     * Host tasks the sandbox needs besides the guest's: the Sentry's and gofer's Go threads. With the ptrace platform
-     * every guest task is also a host task (stub threads), so pids.max on the sandbox is the guest's limit plus this.
+     * Host tasks the sandbox needs besides the guest's. Under the ptrace platform they are not proportional to the
+     * guest's tasks: the Sentry (~30 Go threads) and gofer (~30) plus one stub process per address space, pooled and
+     * reused after the guest process is gone, each with a stub thread for every Sentry thread that ran in it. The
+     * escape suite's shared workspace reached 188 host tasks with fewer than ten guest processes; with the earlier
+     * budget of 128 (pids.max 192) the Sentry panicked in ordinary cases ("error initializing first thread: resource
+     * temporarily unavailable", creating a stub): the suite's intermittent deaths.
      */
-    static final int OVERHEAD_TASKS = 128;
+    static final int OVERHEAD_TASKS = 512;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private OciBundle() {}

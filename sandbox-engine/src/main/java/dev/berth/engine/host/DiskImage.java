@@ -44,6 +44,22 @@ public final class DiskImage {
     }
 
     /**
+     * Mounts the image on {@code at} with the files its previous owner ({@code diskUid}) wrote shown as, and written
+     * as, {@code uid} (an idmapped mount, {@link IdmappedMount}): a fork takes over its snapshot's files in constant
+     * time. The image is mounted on {@code raw} first, which is detached again once {@code at} holds it.
+     */
+    public static void mountMapped(Path image, Path raw, Path at, int diskUid, int uid) throws IOException {
+        mount(image, raw);
+        try {
+            if (isMounted(at)) unmount(at); // left by a crash
+            IdmappedMount.bind(raw, at, diskUid, uid);
+        } finally {
+            unmount(raw);
+        }
+        Files.setPosixFilePermissions(at, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+    }
+
+    /**
      * Detaches the mount at once (lazily, so it never fails for a busy filesystem: nothing can reach the tree
      * through {@code at} afterwards, which is what matters before the runtime directory is deleted).
      */

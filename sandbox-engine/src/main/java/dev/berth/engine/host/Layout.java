@@ -42,6 +42,30 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public Path socket() { return socketDir().resolve("agent.sock"); }
     public Path image() { return state.resolve(DiskImage.FILE); }
     public Path mountPoint() { return runtime.resolve("disk"); }
+    /** Where the image is mounted for a moment before an idmapped mount of it moves to {@link #mountPoint}. */
+    public Path rawMountPoint() { return runtime.resolve("disk.raw"); }
+    /** The uid that owns the image's files on disk (its first workspace's), when recorded. */
+    public Path ownerFile() { return state.resolve(OWNER_FILE); }
+
+    /** Names the on-disk owner uid of {@code disk.ext4}: forks of it map that uid onto their own. */
+    public static final String OWNER_FILE = "disk.owner";
+
+    /** The image's on-disk owner, or -1 when unrecorded (images made before it was recorded). */
+    int diskOwner() throws IOException {
+        if (!Files.isRegularFile(ownerFile(), java.nio.file.LinkOption.NOFOLLOW_LINKS)) return -1;
+        String v = Files.readString(ownerFile()).strip();
+        try {
+            return Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new IOException(ownerFile() + " does not hold a uid: '" + v + "'");
+        }
+    }
+
+    /** Whether this workspace's image is mounted with its owner's ids mapped onto this workspace's uid. */
+    public boolean mapsOwner() throws IOException {
+        int owner = diskOwner();
+        return uid > 0 && owner > 0 && owner != uid && IdmappedMount.unavailable() == null;
+    }
 
     /** Whether the writable layer is an image (quota enforced, no host paths inside). */
     public boolean usesImage() { return Files.exists(image()); }
@@ -51,7 +75,10 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
 
     /** A new workspace: an image when Berth can mount one, else directories. */
     public void createFresh() throws IOException {
-        if (uid >= 0) DiskImage.create(image(), diskMiB, uid);
+        if (uid >= 0) {
+            DiskImage.create(image(), diskMiB, uid);
+            Files.writeString(ownerFile(), uid + "\n");
+        }
         prepare();
     }
 
@@ -62,7 +89,9 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public void prepare() throws IOException {
         checkReachable(state);
         checkReachable(runtime);
-        if (usesImage()) {
+        if (usesImage() && mapsOwner()) {
+            DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid);
+        } else if (usesImage()) {
             DiskImage.mount(image(), mountPoint());
             // the filesystem's root belongs to the workspace that made the image: a fork's is another uid
             if (uid >= 0) HostCommand.exec("chown", "--no-dereference", uid + ":" + uid, mountPoint().toString());
@@ -118,12 +147,17 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public void copyFrom(Path snapshotState) throws IOException {
         copyTree(snapshotState, state);
         prepare();
-        if (usesImage()) for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
+        // an image whose owner is recorded is mapped onto this uid (constant time); an older one is chowned file by file
+        if (usesImage() && !mapsOwner()) {
+            for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
+            if (uid >= 0) Files.writeString(ownerFile(), uid + "\n");
+        }
     }
 
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
     public void release() {
         DiskImage.unmount(mountPoint());
+        DiskImage.unmount(rawMountPoint());
     }
 
     /** Gives the tree to the workspace's own uid (root only), so the sandbox can write its layer and nothing else. */

@@ -40,6 +40,12 @@ public final class MicrovmDriver implements IsolationDriver {
 
     static final Duration AGENT_TIMEOUT = Duration.ofSeconds(Long.getLong("berth.microvm.agentTimeoutSeconds", 90));
     static final int MIN_MEMORY_MIB = 96;
+    /**
+     * {@code -Dberth.microvm.unsafeUnconfinedRuns=true}: guests booted now run commands unconfined (in the agent's pid
+     * namespace, with its capabilities; no pids limit inside). For benchmarks only (IsolationBenchmark's "before").
+     */
+    static boolean unsafeUnconfinedRuns() { return Boolean.getBoolean("berth.microvm.unsafeUnconfinedRuns"); }
+
     static final boolean WARM_BASE = Boolean.parseBoolean(System.getProperty("berth.microvm.warmBase", "true"));
     static final String BASE_COMPLETE = WarmBases.COMPLETE;
     private static final System.Logger LOG = System.getLogger("berth.microvm");
@@ -94,7 +100,9 @@ public final class MicrovmDriver implements IsolationDriver {
         return new DriverCapabilities("microvm",
                 "QEMU microvm with its own guest kernel, no network device; the guest reaches the host only through the agent's virtio-serial port"
                         + (VmmJail.enabled() ? "; QEMU jailed: its own uid, mount namespace and cgroup, no capabilities, seccomp"
-                        : "; QEMU NOT jailed (runs as the server's user)"),
+                        : "; QEMU NOT jailed (runs as the server's user)")
+                        + (unsafeUnconfinedRuns() ? "; commands NOT confined in the guest (unsafeUnconfinedRuns)"
+                        : "; commands confined below the guest agent (own pid and mount namespace, no capabilities, seccomp, a pids/memory cgroup)"),
                 true, true, true, accel().name());
     }
 
@@ -103,7 +111,7 @@ public final class MicrovmDriver implements IsolationDriver {
         String how = VmmJail.enabled() ? "its QEMU is jailed in cgroup v1 cpu/memory/pids groups" : "its QEMU is not jailed (Berth is not root)";
         return List.of(dev.berth.engine.spi.Limit.enforced("cpu", r.vcpus(), "vcpus", "the guest's vCPUs; " + how),
                 dev.berth.engine.spi.Limit.enforced("memory", r.memoryMiB(), "MiB", "guest RAM; " + how),
-                dev.berth.engine.spi.Limit.notEnforced("pids", r.maxPids(), "processes", "no limit inside the guest (its own kernel); " + how),
+                dev.berth.engine.spi.Limit.enforced("pids", r.maxPids(), "processes", "runs' cgroup v2 pids.max inside the guest (the agent outside it); " + how),
                 dev.berth.engine.spi.Limit.enforced("disk", r.diskMiB(), "MiB", "the guest's data disk (qcow2) has this size"),
                 dev.berth.engine.spi.Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
     }
@@ -375,20 +383,28 @@ public final class MicrovmDriver implements IsolationDriver {
 
     private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked) throws IOException {
         AgentClient agent;
+        GuestRunLimits runLimits;
         try {
             agent = connectAgent(m, AGENT_TIMEOUT);
             if (restored) agent.setClock(Instant.now());
             if (forked) {
                 byte[] seed = new byte[64];
                 random.nextBytes(seed);
-                agent.seedRng(seed);
-                reseed(agent);
+                if (agent.confinedRuns()) {
+                    // an agent that confines runs reseeds the CRNG itself (a run has no CAP_SYS_ADMIN for berth-reseed)
+                    if (!agent.seedRngCredited(seed))
+                        throw new IOException("guest CRNG reseed failed: the fork would share random numbers with its siblings");
+                } else {
+                    agent.seedRng(seed);
+                    reseed(agent);
+                }
             }
+            runLimits = GuestRunLimits.apply(agent, req.resources().maxPids());
         } catch (IOException | RuntimeException e) {
             m.kill();
             throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
         }
-        return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent);
+        return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent, runLimits);
     }
 
     /**
@@ -516,7 +532,8 @@ public final class MicrovmDriver implements IsolationDriver {
             }
             if (!status.equals("running")) m.cont(); // stopped for a snapshot when the server died
             AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
-            return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent));
+            return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent,
+                    GuestRunLimits.readBack(agent, null)));
         } catch (IOException | RuntimeException e) {
             if (m != null) m.kill();
             cleanupRuntime(req.runtimeDir());

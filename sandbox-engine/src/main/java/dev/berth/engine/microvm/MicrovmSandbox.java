@@ -18,9 +18,12 @@ final class MicrovmSandbox implements Sandbox {
     volatile VmSpec spec;
     private final QemuMachine machine;
     private final AgentClient agent;
+    private final GuestRunLimits runLimits;
     private volatile boolean stopped;
 
-    MicrovmSandbox(String workspaceId, Path stateDir, Path runtimeDir, VmSpec spec, QemuMachine machine, AgentClient agent) {
+    MicrovmSandbox(String workspaceId, Path stateDir, Path runtimeDir, VmSpec spec, QemuMachine machine, AgentClient agent,
+                   GuestRunLimits runLimits) {
+        this.runLimits = runLimits;
         this.workspaceId = workspaceId;
         this.stateDir = stateDir;
         this.runtimeDir = runtimeDir;
@@ -171,7 +174,7 @@ final class MicrovmSandbox implements Sandbox {
     @Override
     public List<dev.berth.engine.spi.Limit> limits() {
         if (diskMiB < 0) diskMiB = diskMiB();
-        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, dev.berth.engine.spi.Resources.DEFAULT.maxPids());
+        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, runLimits);
     }
 
     private volatile int diskMiB = -1;

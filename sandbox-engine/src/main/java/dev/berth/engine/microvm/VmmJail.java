@@ -167,7 +167,7 @@ final class VmmJail {
     static long cpuQuotaUs(VmSpec spec) { return (spec.vcpus() + 1) * 100_000L; }
 
     /** The limits as set up for the QEMU of {@code id} (read back from the cgroup files), plus disk and io. */
-    static List<Limit> limits(String id, VmSpec spec, int diskMiB, int maxPids) {
+    static List<Limit> limits(String id, VmSpec spec, int diskMiB, GuestRunLimits runs) {
         List<Limit> out = new ArrayList<>();
         boolean jailed = enabled();
         String cpu = read(CGROUP.resolve("cpu/berth-vmm").resolve(id).resolve("cpu.cfs_quota_us"));
@@ -178,12 +178,19 @@ final class VmmJail {
                         + (spec.vcpus() + 1) + " cores (one for its own threads)")
                 : Limit.notEnforced("cpu", spec.vcpus(), "vcpus", "the guest has " + spec.vcpus() + " vCPU(s), but its QEMU has no cpu quota: " + no));
         long capMiB = mem.matches("\\d{1,15}") ? Long.parseLong(mem) >> 20 : -1;
+        String inGuest = runs.memoryMiB() > 0
+                ? "; inside the guest, runs share a cgroup v2 memory.max of " + runs.memoryMiB() + " MiB (the agent outside it)"
+                : "; no memory limit on runs inside the guest: " + (runs.problem() != null ? runs.problem() : "their group has none");
         out.add(capMiB > spec.memoryMiB() && capMiB < (1L << 30)
                 ? Limit.enforced("memory", spec.memoryMiB(), "MiB", "guest RAM; its QEMU is capped at " + spec.memoryMiB() + " + "
-                        + (capMiB - spec.memoryMiB()) + " MiB by cgroup v1 memory")
-                : Limit.enforced("memory", spec.memoryMiB(), "MiB", "guest RAM (the guest cannot use more); its QEMU has no cgroup cap: " + no));
-        out.add(Limit.notEnforced("pids", maxPids, "processes", "no limit inside the guest (its own kernel); its QEMU is capped at "
-                + MAX_TASKS + " host tasks" + (jailed ? "" : " only when jailed")));
+                        + (capMiB - spec.memoryMiB()) + " MiB by cgroup v1 memory" + inGuest)
+                : Limit.enforced("memory", spec.memoryMiB(), "MiB", "guest RAM (the guest cannot use more); its QEMU has no cgroup cap: " + no + inGuest));
+        String host = "its QEMU is capped at " + MAX_TASKS + " host tasks" + (jailed ? "" : " only when jailed");
+        out.add(runs.pidsMax() > 0
+                ? Limit.enforced("pids", runs.pidsMax(), "processes", "cgroup v2 pids.max of the runs' group inside the guest (as the guest"
+                        + " reports it; the agent is outside it); " + host)
+                : Limit.notEnforced("pids", 0, "processes", "no pids limit inside the guest: "
+                        + (runs.problem() != null ? runs.problem() : "the runs' group has none") + "; " + host));
         out.add(Limit.enforced("disk", diskMiB, "MiB", "the guest's data disk (qcow2) has this size"));
         out.add(Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
         return out;

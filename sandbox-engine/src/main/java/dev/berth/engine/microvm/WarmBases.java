@@ -49,7 +49,8 @@ final class WarmBases {
 
     /** Where the base of this image and shape lives (it may not exist yet). */
     Path of(String imageId, Resources r, int proxyPort) {
-        return dir.resolve(imageId + "-m" + r.memoryMiB() + "-c" + r.vcpus() + "-d" + r.diskMiB() + "-p" + proxyPort);
+        return dir.resolve(imageId + "-m" + r.memoryMiB() + "-c" + r.vcpus() + "-d" + r.diskMiB() + "-p" + proxyPort
+                + (MicrovmDriver.unsafeUnconfinedRuns() ? "-unconfined" : "")); // a guest booted with its runs unconfined
     }
 
     /** A shared hold on a base while a fork reads it; closing releases it. */

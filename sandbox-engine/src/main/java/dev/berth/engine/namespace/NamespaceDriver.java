@@ -119,6 +119,7 @@ public final class NamespaceDriver implements IsolationDriver {
         // the engine deletes the runtime directory next, and must not reach the workspace's files through it) and
         // the cgroups.
         DiskImage.unmount(runtimeDir.resolve("disk"));
+        DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
         CgroupLimits.killAndRemove(runtimeDir.getFileName().toString());
     }
 

@@ -20,6 +20,17 @@ final class Guest {
 
     static Result sh(AgentClient agent, String script) throws Exception { return run(agent, 0, "/bin/sh", "-c", script); }
 
+    /**
+     * Starts a shell script as a run of its own and returns at once: a long-lived process must be one (a process
+     * backgrounded with {@code &} ends with the run that started it).
+     */
+    static ExecHandle start(AgentClient agent, String script) throws Exception {
+        return agent.exec(new ExecRequest(List.of("/bin/sh", "-c", script), ENV, "/", 0, false), new ExecListener() {
+            @Override public void onStdout(byte[] d) { }
+            @Override public void onStderr(byte[] d) { }
+        });
+    }
+
     static Result run(AgentClient agent, long timeoutMs, String... argv) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();

@@ -1,0 +1,148 @@
+package dev.berth.engine;
+
+import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.Resources;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
+import dev.berth.engine.spi.StartRequest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Fresh sandboxes started ahead of demand, per isolation level, with the default resources: a fresh
+ * {@code open_workspace} claims one instead of starting one. A member is handed to exactly one open and becomes that
+ * workspace (its id, uid and directories were chosen for it); it is never returned, so no tenant sees another's
+ * member and no member carries state from an earlier claim. Refilled in the background on one long-lived thread (a
+ * sandbox dies with the thread that started it). Members are destroyed and their directories deleted at close; after
+ * a crash, recovery deletes them like any half-created workspace (directories without a record). Thread-safe.
+ */
+final class WarmPool {
+    private static final System.Logger LOG = System.getLogger("berth.engine");
+
+    /** One started sandbox waiting for its workspace. */
+    record Member(String id, Sandbox sandbox, Resources resources) {}
+
+    private final Store store;
+    private final int size;
+    private final Map<String, ArrayDeque<Member>> ready = new HashMap<>();
+    private final Map<String, Integer> starting = new HashMap<>();
+    private final Map<String, IsolationDriver> drivers = new HashMap<>();
+    private final ExecutorService filler = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("berth-pool").factory());
+    private boolean closed;
+
+    WarmPool(Store store, int size, List<IsolationDriver> levels) {
+        this.store = store;
+        this.size = size;
+        for (IsolationDriver d : levels) {
+            drivers.put(d.name(), d);
+            ready.put(d.name(), new ArrayDeque<>());
+            starting.put(d.name(), 0);
+        }
+    }
+
+    /** Starts filling every level. */
+    void start() {
+        for (IsolationDriver d : drivers.values()) refill(d);
+    }
+
+    /** A waiting member of {@code driver}'s pool started with {@code resources}, or null (a miss). */
+    Member claim(IsolationDriver driver, Resources resources) {
+        Member m = null;
+        synchronized (this) {
+            ArrayDeque<Member> q = ready.get(driver.name());
+            if (q == null || closed) return null;
+            while (!q.isEmpty()) {
+                Member c = q.poll();
+                if (c.sandbox().isAlive() && c.resources().equals(resources)) {
+                    m = c;
+                    break;
+                }
+                discard(driver, c); // died while waiting, or started with other resources
+            }
+        }
+        refill(driver);
+        return m;
+    }
+
+    /** Members waiting for {@code level}. */
+    synchronized int ready(String level) {
+        ArrayDeque<Member> q = ready.get(level);
+        return q == null ? 0 : q.size();
+    }
+
+    private void refill(IsolationDriver d) {
+        synchronized (this) {
+            if (closed) return;
+            int want = size - ready.get(d.name()).size() - starting.get(d.name());
+            if (want <= 0) return;
+            starting.merge(d.name(), want, Integer::sum);
+            for (int i = 0; i < want; i++) filler.execute(() -> startOne(d));
+        }
+    }
+
+    private void startOne(IsolationDriver d) {
+        synchronized (this) {
+            if (closed) {
+                starting.merge(d.name(), -1, Integer::sum);
+                return;
+            }
+        }
+        String id = Ids.next("ws-");
+        Member m = null;
+        try {
+            var dir = store.workspaceDir(id);
+            var rt = store.runtimeDir(id);
+            Files.createDirectories(dir.resolve("state"));
+            Files.createDirectories(rt);
+            Store.traverseOnly(rt);
+            Store.traverseOnly(dir);
+            Sandbox s = d.start(new StartRequest(id, dir.resolve("state"), rt, new StartRequest.Fresh(), Resources.DEFAULT, Runner.PROXY_PORT));
+            m = new Member(id, s, Resources.DEFAULT);
+        } catch (IOException | SandboxException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "warm pool: starting a " + d.name() + " sandbox failed: " + e.getMessage());
+            d.cleanupRuntime(store.runtimeDir(id));
+            Store.deleteQuietly(store.runtimeDir(id));
+            Store.deleteQuietly(store.workspaceDir(id));
+        }
+        synchronized (this) {
+            starting.merge(d.name(), -1, Integer::sum);
+            if (m == null) return;
+            if (closed) {
+                discard(d, m);
+                return;
+            }
+            ready.get(d.name()).add(m);
+        }
+    }
+
+    private void discard(IsolationDriver d, Member m) {
+        m.sandbox().destroy();
+        d.cleanupRuntime(store.runtimeDir(m.id()));
+        Store.deleteQuietly(store.runtimeDir(m.id()));
+        Store.deleteQuietly(store.workspaceDir(m.id()));
+    }
+
+    /** Destroys every waiting member and stops refilling; a start in flight discards its member when it ends. */
+    void close() {
+        synchronized (this) {
+            closed = true;
+            for (var e : ready.entrySet()) {
+                for (Member m : e.getValue()) discard(drivers.get(e.getKey()), m);
+                e.getValue().clear();
+            }
+        }
+        // no interrupt: a start cut short in a mount or a process could leave them behind; queued ones return at once
+        filler.shutdown();
+        try {
+            filler.awaitTermination(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

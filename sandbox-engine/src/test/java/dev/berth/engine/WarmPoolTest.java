@@ -1,0 +1,103 @@
+package dev.berth.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.namespace.NamespaceDriver;
+import dev.berth.engine.spi.Resources;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The warm pool on real namespace sandboxes: hits and misses, one claim per member, nothing left at close. */
+class WarmPoolTest {
+    static final Tenant A = new Tenant("alice", Tenant.Quota.UNLIMITED);
+    static final Tenant B = new Tenant("bob", Tenant.Quota.UNLIMITED);
+    Path home;
+    Engine engine;
+
+    @BeforeEach
+    void start() throws Exception {
+        home = Files.createTempDirectory("berth-pool-");
+        engine = Engine.start(config(2));
+    }
+
+    EngineConfig config(int size) {
+        return EngineConfig.defaults(home, List.of(new NamespaceDriver(home))).withTemplates(new TemplateSettings(16, size));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (engine != null) engine.close();
+        dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    void awaitReady(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (engine.poolReady("namespace") < n && System.nanoTime() < deadline) Thread.sleep(20);
+        assertEquals(n, engine.poolReady("namespace"), "pool members ready");
+    }
+
+    String sh(Tenant t, String ws, String cmd) throws EngineException {
+        return engine.run(t, RunRequest.of(ws, cmd), OutputListener.NONE).stdout();
+    }
+
+    @Test
+    void fresh_open_claimsAWaitingSandbox_eachClaimIsFreshAndNeverShared() throws Exception {
+        awaitReady(2);
+        OpenResult a = engine.open(A, OpenRequest.ephemeral());
+        assertEquals("hit", a.pool());
+        sh(A, a.workspace().id(), "echo alice > mine.txt");
+        OpenResult b = engine.open(B, OpenRequest.ephemeral());
+        assertEquals("hit", b.pool());
+        assertNotEquals(a.workspace().id(), b.workspace().id());
+        // the other tenant's claim is another sandbox with nothing of the first one's
+        assertEquals("none\n", sh(B, b.workspace().id(), "cat mine.txt 2>/dev/null || echo none"));
+        assertEquals("alice\n", sh(A, a.workspace().id(), "cat mine.txt"));
+        engine.closeWorkspace(A, a.workspace().id(), true);
+        // refilled in the background with new members, never the closed one
+        awaitReady(2);
+        OpenResult c = engine.open(A, OpenRequest.ephemeral());
+        assertEquals("hit", c.pool());
+        assertNotEquals(a.workspace().id(), c.workspace().id());
+        assertEquals("none\n", sh(A, c.workspace().id(), "cat mine.txt 2>/dev/null || echo none"));
+    }
+
+    @Test
+    void otherResources_secretsOrAFork_miss() throws Exception {
+        awaitReady(2);
+        OpenResult big = engine.open(A, new OpenRequest(null, "ephemeral", null, null, new Resources(1, 256, 1024, 512)));
+        assertEquals("miss", big.pool());
+        engine.open(A, OpenRequest.persistent("p"));
+        engine.snapshot(A, "p", "s");
+        assertNull(engine.open(A, new OpenRequest(null, "ephemeral", "s", null, null)).pool(), "a fork is not a pool matter");
+    }
+
+    @Test
+    void close_destroysWaitingMembers_andLeavesNoDirectories() throws Exception {
+        awaitReady(2);
+        engine.close();
+        engine = null;
+        try (Stream<Path> ws = Files.list(home.resolve("workspaces")); Stream<Path> rt = Files.list(home.resolve("run"))) {
+            assertEquals(List.of(), Stream.concat(ws, rt).toList());
+        }
+        assertTrue(Files.readAllLines(Path.of("/proc/self/mountinfo")).stream().noneMatch(l -> l.contains(home.toString())));
+        assertEquals(0, ProcessHandle.current().descendants().filter(p -> p.info().command().orElse("").contains("bwrap")).count());
+    }
+
+    @Test
+    void poolBeyondTheMachinesMemory_refusedAtStartWithTheNumbers() throws Exception {
+        engine.close();
+        engine = null;
+        var e = assertThrows(EngineException.class, () -> Engine.start(config(100_000)));
+        assertEquals(EngineException.Kind.LIMIT, e.kind());
+        assertTrue(e.getMessage().contains("100000 per level x 1 levels x 512 MiB = 51200000 MiB, but the machine has"), e.getMessage());
+    }
+}
