@@ -29,12 +29,16 @@
 #define T_DATA 0x41
 #define T_CLOSE 0x42
 #define T_RESET 0x43
+#define T_PORT_OPEN 0x44
+#define T_PORT_OPENED 0x45
+#define T_WINDOW 0x46
 
 #define CAP_EXEC 0x1u
 #define CAP_FILES 0x2u
 #define CAP_TUNNEL 0x4u
 #define CAP_GUEST_OPS 0x8u
 #define CAP_CONFINED_RUNS 0x10u
+#define CAP_PORTS 0x20u
 #define EXEC_STDIN 0x1u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
@@ -45,6 +49,7 @@
 #define KIND_OTHER 0x6f
 #define PROTO_VERSION 2
 #define MAX_PAYLOAD 1048576u
+#define PORT_WINDOW 262144u
 
 #define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
 #define DRAIN_GRACE_MS 100       /* spec: EXIT at most this long after the process ended */
@@ -57,6 +62,7 @@
 #define STDIN_STALL_MS 1000           /* ... unless the child has not read any of it for this long (then buffer) */
 #define STDIN_BUF_MAX (64u << 20)     /* per run: hard cap; a child this far behind gets its stdin closed */
 #define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel: host bytes buffered for a client that does not read */
+#define MAX_PORT_STREAMS 1024         /* inbound port streams open at once; PORT_OPEN past it answers EAGAIN */
 
 /* ---- growable byte buffer with a consumed prefix (used for the outbound queue and per-fd write buffers) ---- */
 struct buf {
@@ -137,5 +143,12 @@ void tunnel_reset_all(void);
 int tunnel_poll_fill(struct pollfd *pfd, int max, int backpressure);
 void tunnel_poll_handle(struct pollfd *pfd, int n);
 int tunnel_enabled(void);
+
+/* ---- inbound port streams (ports.c) ---- */
+int ports_handle(uint8_t type, uint32_t chan, struct rd *r);
+int ports_chan_busy(uint32_t chan);
+void ports_reset_all(void);
+int ports_poll_fill(struct pollfd *pfd, int max, int backpressure);
+void ports_poll_handle(struct pollfd *pfd, int n);
 
 #endif

@@ -131,6 +131,7 @@ static void end_session(void) {
     g_session_active = 0;
     exec_detach_all();
     tunnel_reset_all();
+    ports_reset_all();
     if (g_outq.len > g_cur_left) g_outq.len = g_cur_left;
 }
 
@@ -212,7 +213,7 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     logmsg("session %s: host '%s' version %u caps 0x%x", g_session_tag, name, version, caps);
     free(name);
     uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
-                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0);
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS;
     const char *build = BERTH_BUILD;
     size_t bl = strlen(build);
     unsigned char p[10];
@@ -249,7 +250,7 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
             protocol_error("frame type 0x%02x on channel 0x%x, which the host may not use for requests", type, chan);
             return;
         }
-        if (type != T_STDIN && type != T_SIGNAL && exec_chan_busy(chan)) {
+        if (type != T_STDIN && type != T_SIGNAL && (exec_chan_busy(chan) || ports_chan_busy(chan))) {
             protocol_error("frame type 0x%02x on channel %u, which is still in use by a run", type, chan);
             return;
         }
@@ -257,11 +258,34 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
         else if (type >= T_FILE_READ && type <= T_FILE_LIST) files_handle(type, chan, &r);
         else guest_handle(type, chan, &r);
         return;
+    case T_PORT_OPEN:
+        if (chan == 0 || (chan & 0x80000000u)) {
+            protocol_error("PORT_OPEN on channel 0x%x, which the host may not use for requests", chan);
+            return;
+        }
+        if (exec_chan_busy(chan) || ports_chan_busy(chan)) {
+            protocol_error("PORT_OPEN on channel %u, which is still in use", chan);
+            return;
+        }
+        ports_handle(type, chan, &r);
+        return;
+    case T_WINDOW:
+        if ((chan & 0x80000000u) || chan == 0) {
+            protocol_error("WINDOW on channel 0x%x, which is not a port stream", chan);
+            return;
+        }
+        ports_handle(type, chan, &r);
+        return;
     case T_DATA: case T_CLOSE: case T_RESET: case T_ERROR:
         if (!(chan & 0x80000000u)) {
-            if (type == T_ERROR) return; /* nothing of ours on a host channel can be refused; ignore */
-            protocol_error("tunnel frame type 0x%02x on host channel %u", type, chan);
-            return;
+            if (chan != 0 && ports_chan_busy(chan)) {
+                ports_handle(type, chan, &r);
+                return;
+            }
+            if (type == T_ERROR || type == T_RESET || type == T_DATA || type == T_CLOSE) {
+                /* a port stream we already closed or reset (the frames crossed on the wire), or ERROR: ignore */
+                return;
+            }
         }
         tunnel_handle(type, chan, &r);
         return;
@@ -359,10 +383,11 @@ static void describe(void) {
         {"FILE_WRITE", T_FILE_WRITE}, {"FILE_LIST", T_FILE_LIST}, {"SYNC", T_SYNC},
         {"CLOCK_SET", T_CLOCK_SET}, {"RNG_SEED", T_RNG_SEED}, {"TUNNEL_OPEN", T_TUNNEL_OPEN},
         {"DATA", T_DATA}, {"CLOSE", T_CLOSE}, {"RESET", T_RESET},
+        {"PORT_OPEN", T_PORT_OPEN}, {"PORT_OPENED", T_PORT_OPENED}, {"WINDOW", T_WINDOW},
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -371,6 +396,7 @@ static void describe(void) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) printf("%s 0x%x\n", flags[i].name, flags[i].v);
     printf("VERSION %d\n", PROTO_VERSION);
     printf("MAX_PAYLOAD %u\n", MAX_PAYLOAD);
+    printf("PORT_WINDOW %u\n", PORT_WINDOW);
 }
 
 /* ---------------------------------------------------------------- main loop */
@@ -491,6 +517,8 @@ int main(int argc, char **argv) {
         int bp = !g_session_active || g_outq.len >= OUTQ_HIGH;
         int tun_start = n;
         n += tunnel_poll_fill(pfd + n, MAX_POLL - n, bp);
+        int port_start = n;
+        n += ports_poll_fill(pfd + n, MAX_POLL - n, bp);
         int exec_start = n;
         n += exec_poll_fill(pfd + n, MAX_POLL - n, g_session_active && g_outq.len >= OUTQ_HIGH);
 
@@ -525,7 +553,8 @@ int main(int argc, char **argv) {
             /* signals coalesce: exec_on_sigchld reaps in a loop until no child is left to reap */
             exec_on_sigchld();
         }
-        tunnel_poll_handle(pfd + tun_start, exec_start - tun_start);
+        tunnel_poll_handle(pfd + tun_start, port_start - tun_start);
+        ports_poll_handle(pfd + port_start, exec_start - port_start);
         exec_poll_handle(pfd + exec_start, n - exec_start);
     }
 }

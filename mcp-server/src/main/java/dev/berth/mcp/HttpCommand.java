@@ -64,12 +64,14 @@ final class HttpCommand {
         HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse, meters);
         // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
         HomeSocket home = HomeSocket.listen(engine.home(), engine);
+        dev.berth.mcp.preview.PreviewServer previews = startPreviews(config, auth, engine);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (home != null) home.close();
             streamableServer.closeGracefully();
             sseServer.closeGracefully();
             http.close();
+            if (previews != null) previews.close();
             engine.close();
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             stopped.countDown();
@@ -95,6 +97,32 @@ final class HttpCommand {
                 + HttpServer.MCP + ", legacy SSE " + HttpServer.SSE + "; public URL " + config.http().publicUrl() + ")");
         stopped.await();
         return 0;
+    }
+
+    /**
+     * Exposed ports over HTTP: their own listener on the same bind address (port BERTH_PREVIEW_PORT, or any free
+     * one), URLs under the host of http.public_url with that port; a tenant's preview takes the same bearer tokens as
+     * MCP (static or JWT). Requests for workspaces of tenants of this config may wake them.
+     */
+    static dev.berth.mcp.preview.PreviewServer startPreviews(OperatorConfig config, BearerAuthenticator auth, Engine engine) {
+        try {
+            String port = System.getProperty("berth.preview.port", System.getenv("BERTH_PREVIEW_PORT"));
+            java.net.URI pub = java.net.URI.create(config.http().publicUrl());
+            String base = pub.getScheme() + "://" + (pub.getHost().contains(":") ? "[" + pub.getHost() + "]" : pub.getHost()) + ":{port}";
+            engine.ports().setTenantResolver(id -> config.tenants().containsKey(id) ? config.tenant(id) : null);
+            var p = new dev.berth.mcp.preview.PreviewServer(engine, token -> auth.authenticate("Bearer " + token)
+                    instanceof dev.berth.mcp.http.AuthResult.Granted g ? g.tenant().id() : null,
+                    new dev.berth.mcp.preview.PreviewServer.Settings(config.http().bind(), port == null ? 0 : Integer.parseInt(port), base,
+                            dev.berth.mcp.preview.PreviewServer.Settings.DEFAULT_MAX_CONNECTIONS, null, null)).start();
+            System.err.println("berth http: previews of exposed ports at " + p.base() + "/p/<id>/");
+            return p;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (RuntimeException e) {
+            System.err.println("berth: no preview listener (expose_port will refuse): " + e.getMessage());
+            return null;
+        }
     }
 
     private static boolean loopback(String bind) {

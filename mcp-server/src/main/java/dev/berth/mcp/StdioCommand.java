@@ -42,6 +42,7 @@ final class StdioCommand {
             return 1;
         }
         HomeSocket home = HomeSocket.listen(engine.home(), engine);
+        startPreviews(engine);
         CountDownLatch eof = new CountDownLatch(1);
         McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
                 ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
@@ -90,8 +91,33 @@ final class StdioCommand {
         return new StdioServerTransportProvider(BerthServer.JSON, in, protocolOut);
     }
 
+    /**
+     * Exposed ports over stdio: a listener on 127.0.0.1 (a random port, or BERTH_PREVIEW_PORT) on the user's machine.
+     * The local tenant's token is a random one of this process, carried in the URLs expose_port returns (the first
+     * request swaps it for a cookie). Without the listener expose_port says so.
+     */
+    static void startPreviews(Engine engine) {
+        try {
+            String port = System.getProperty("berth.preview.port", System.getenv("BERTH_PREVIEW_PORT"));
+            byte[] t = new byte[24];
+            new java.security.SecureRandom().nextBytes(t);
+            String token = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(t);
+            new dev.berth.mcp.preview.PreviewServer(engine, presented -> java.security.MessageDigest.isEqual(
+                    presented.getBytes(java.nio.charset.StandardCharsets.UTF_8), token.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                    ? dev.berth.engine.Tenant.LOCAL.id() : null,
+                    new dev.berth.mcp.preview.PreviewServer.Settings("127.0.0.1", port == null ? 0 : Integer.parseInt(port), null,
+                            dev.berth.mcp.preview.PreviewServer.Settings.DEFAULT_MAX_CONNECTIONS, null, token)).start();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            System.err.println("berth: no preview listener (expose_port will refuse): " + e.getMessage());
+        }
+    }
+
     private static void shutdown(McpSyncServer server, Engine engine) {
         // workspaces first: the client kills a server that has not exited a few seconds after closing stdin
+        var previews = dev.berth.mcp.preview.PreviewServer.of(engine);
+        if (previews != null) previews.close();
         engine.close();
         try {
             server.closeGracefully();

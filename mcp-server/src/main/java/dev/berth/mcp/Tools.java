@@ -60,6 +60,7 @@ final class Tools {
                 case "read_file" -> (x, a, r) -> files.read(tenants.apply(x), a);
                 case "write_file" -> (x, a, r) -> files.write(tenants.apply(x), a);
                 case "list_files" -> (x, a, r) -> files.list(tenants.apply(x), a);
+                case "expose_port" -> (x, a, r) -> expose(tenants.apply(x), a);
                 default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
             };
             specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
@@ -169,9 +170,64 @@ final class Tools {
         return m;
     }
 
+    /** The result of expose_port (and one entry of a workspace's exposed_ports). */
+    record PortResult(@com.fasterxml.jackson.annotation.JsonProperty("workspace") String workspace,
+                      @com.fasterxml.jackson.annotation.JsonProperty("port") int port,
+                      @com.fasterxml.jackson.annotation.JsonProperty("access") String access,
+                      @com.fasterxml.jackson.annotation.JsonProperty("url") String url,
+                      @com.fasterxml.jackson.annotation.JsonProperty("expires_at") String expiresAt,
+                      @com.fasterxml.jackson.annotation.JsonProperty("closed") boolean closed) {
+        static PortResult of(dev.berth.engine.PortExposure e, String url, boolean closed) {
+            return new PortResult(e.workspace(), e.port(), e.access(), url, e.expiresAt() == null ? null : e.expiresAt().toString(), closed);
+        }
+    }
+
+    private Map<String, Object> toMap(Object record) {
+        try {
+            return json.readValue(json.writeValueAsString(record), new io.modelcontextprotocol.json.TypeRef<Map<String, Object>>() {});
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private Map<String, Object> expose(Tenant tenant, Args a) throws EngineException {
+        dev.berth.mcp.preview.PreviewServer previews = dev.berth.mcp.preview.PreviewServer.of(engine);
+        String ws = a.requiredString("workspace");
+        Integer port = a.integer("port");
+        if (port == null) throw new EngineException(Kind.INVALID_ARGUMENT, "port is required: the TCP port the server listens on inside the workspace");
+        if (a.bool("close", false)) {
+            if (a.string("access") != null || a.integer("ttl_s") != null) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, "close: true takes only workspace and port");
+            }
+            return toMap(PortResult.of(engine.ports().unexpose(tenant, ws, port), null, true));
+        }
+        if (previews == null) {
+            throw new EngineException(Kind.UNAVAILABLE, "this server has no preview listener, so ports cannot be exposed");
+        }
+        Integer ttl = a.integer("ttl_s");
+        var e = engine.ports().expose(tenant, ws, port, a.string("access"), ttl == null ? null : ttl.longValue());
+        return toMap(PortResult.of(e, previews.url(e), false));
+    }
+
     private Map<String, Object> list(Tenant tenant) throws EngineException {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("workspaces", engine.list(tenant).stream().map(Results::workspace).toList());
+        dev.berth.mcp.preview.PreviewServer previews = dev.berth.mcp.preview.PreviewServer.of(engine);
+        List<Map<String, Object>> wss = new ArrayList<>();
+        for (var info : engine.list(tenant)) {
+            Map<String, Object> w = Results.workspace(info);
+            if (previews != null && info.state() != dev.berth.engine.WorkspaceState.CLOSED) {
+                List<Map<String, Object>> exposed = new ArrayList<>();
+                for (var e : engine.ports().list(tenant, info.id())) {
+                    Map<String, Object> pm = toMap(PortResult.of(e, previews.url(e), false));
+                    pm.remove("workspace");
+                    pm.remove("closed");
+                    exposed.add(pm);
+                }
+                if (!exposed.isEmpty()) w.put("exposed_ports", exposed);
+            }
+            wss.add(w);
+        }
+        m.put("workspaces", wss);
         m.put("snapshots", engine.snapshots(tenant).stream().map(Results::snapshot).toList());
         String dflt;
         try {

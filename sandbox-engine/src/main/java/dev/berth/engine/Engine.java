@@ -37,6 +37,7 @@ public final class Engine implements AutoCloseable {
     private final Snapshots snapshots;
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
+    private final Ports ports;
     private final ForkMany forks;
     private final WarmPool pool;
     private final dev.berth.engine.image.ImageStore images;
@@ -59,6 +60,7 @@ public final class Engine implements AutoCloseable {
                 config.drivers().stream().filter(d -> d.probe().available()).toList());
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
+        this.ports = new Ports(registry, lifecycle, evidence);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
 
@@ -85,6 +87,7 @@ public final class Engine implements AutoCloseable {
         }
         Engine engine = new Engine(config, store, lock, evidence);
         new Recovery(config, store, engine.registry, engine.drivers).run();
+        engine.ports.load();
         engine.registerGauges();
         engine.reaper.start();
         if (engine.pool != null) engine.pool.start(); // after recovery: it deletes directories without a record
@@ -140,6 +143,9 @@ public final class Engine implements AutoCloseable {
         ensureOpen();
         return lifecycle.close(registry.resolve(tenant, ref), delete);
     }
+
+    /** Exposed ports of workspaces (previews of dev servers): expose, unexpose, list, connect. */
+    public Ports ports() { return ports; }
 
     // ---------------------------------------------------------------- snapshots
 

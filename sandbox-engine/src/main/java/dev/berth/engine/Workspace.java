@@ -51,6 +51,8 @@ final class Workspace {
     /** The operator's lifecycle policy for this workspace's tenant. */
     volatile LifecyclePolicy policy = LifecyclePolicy.DEFAULT;
 
+    /** Inbound preview connections open right now ({@link Ports}): they count as activity for the idle policy. */
+    final java.util.concurrent.atomic.AtomicInteger previewConnections = new java.util.concurrent.atomic.AtomicInteger();
     /** The imported image it runs on (null: the driver's built-in image), set at open or recovery, then fixed. */
     volatile ImageRef image;
     /** That image's record (its config's Env and WorkingDir are every run's defaults); null with the built-in image. */
@@ -119,11 +121,11 @@ final class Workspace {
     }
 
     /**
-     * The last moment this workspace was in use: now while a foreground run is in flight or an egress connection is
-     * open; otherwise the later of its last tool call and its background processes' last output.
+     * The last moment this workspace was in use: now while a foreground run is in flight or an egress or preview
+     * connection is open; otherwise the later of its last tool call and its background processes' last output.
      */
     Instant lastActivity() {
-        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0)) return Instant.now();
+        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return Instant.now();
         Instant t = lastUsedAt;
         synchronized (processes) {
             for (BackgroundProcess p : processes.values()) {

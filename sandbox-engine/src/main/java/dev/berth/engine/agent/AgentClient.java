@@ -44,6 +44,9 @@ public final class AgentClient implements AutoCloseable {
     private final AtomicInteger nextChan = new AtomicInteger(1);
     private final CompletableFuture<Frame> hello = new CompletableFuture<>();
     private final TunnelRouter tunnels = new TunnelRouter(this);
+    /** Writes DATA, CLOSE, WINDOW and RESET of port streams, in order, off the caller's (and the reader's) thread. */
+    private final java.util.concurrent.ExecutorService portWriter =
+            java.util.concurrent.Executors.newSingleThreadExecutor(Thread.ofVirtual().name("berth-agent-port-writer").factory());
     private final Thread reader;
     private volatile AgentException closedBecause;
     private volatile Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
@@ -60,7 +63,7 @@ public final class AgentClient implements AutoCloseable {
         AgentClient c = new AgentClient(channel);
         c.reader.start();
         try {
-            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS;
+            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS;
             c.send(Protocol.HELLO, 0, new PayloadWriter().u16(Protocol.VERSION).u32(caps).str(HOST_NAME).toBytes());
             Frame f = c.await(c.hello, helloTimeout, "HELLO");
             PayloadReader r = new PayloadReader(f);
@@ -242,6 +245,37 @@ public final class AgentClient implements AutoCloseable {
 
     void forgetTunnel(int chan) { tunnels.forget(chan); }
 
+    // ------------------------------------------------------------------ inbound ports
+
+    /** Whether the agent can open inbound port streams (HELLO cap CAP_PORTS). */
+    public boolean supportsPorts() { return (agentCaps & Protocol.CAP_PORTS) != 0; }
+
+    /**
+     * Connects to 127.0.0.1:{@code port} inside the sandbox (PORT_OPEN) and returns the stream once the agent has
+     * connected. Bytes from the app go to {@code sink}, possibly before this method returns. Fails with an
+     * {@link AgentException} carrying the errno (111 ECONNREFUSED when nothing listens there).
+     */
+    public PortStream openPort(int port, PortStream.Sink sink) throws IOException {
+        if (port < 1 || port > 65535) throw new IllegalArgumentException("port must be 1..65535, got " + port);
+        if (!supportsPorts()) throw new AgentException(95, "agent '" + agentName + "' cannot open inbound ports (no CAP_PORTS; it predates them)");
+        int chan = allocate();
+        PortChannel pc = new PortChannel(this, portWriter, chan, port, sink);
+        channels.put(chan, pc);
+        try {
+            send(Protocol.PORT_OPEN, chan, new PayloadWriter().u16(port).toBytes());
+            await(pc.opened, requestTimeout, "PORT_OPEN 127.0.0.1:" + port);
+        } catch (IOException e) {
+            if (!pc.opened.isDone() || pc.opened.isCompletedExceptionally()) {
+                channels.remove(chan, pc);
+                if (!pc.opened.isDone()) pc.reset("host gave up waiting for PORT_OPENED");
+            }
+            throw e;
+        }
+        return pc;
+    }
+
+    void forgetPort(int chan, PortChannel pc) { channels.remove(chan, pc); }
+
     // ------------------------------------------------------------------ lifecycle
 
     public boolean isOpen() { return closedBecause == null && io.isOpen(); }
@@ -378,7 +412,16 @@ public final class AgentClient implements AutoCloseable {
         }
         Object state = channels.get(chan);
         if (state == null) return; // the caller gave up (timeout) or the channel ended: nothing to deliver to
-        if (state instanceof ExecChannel ec) {
+        if (state instanceof PortChannel pc) {
+            try {
+                if (pc.onFrame(f)) channels.remove(chan, pc);
+            } catch (ProtocolException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "port stream sink failed on " + f + "; resetting the stream", e);
+                pc.reset("host-side port sink failed");
+            }
+        } else if (state instanceof ExecChannel ec) {
             try {
                 if (ec.onFrame(f)) channels.remove(chan, ec);
             } catch (ProtocolException e) {
@@ -405,10 +448,12 @@ public final class AgentClient implements AutoCloseable {
         hello.completeExceptionally(cause);
         for (Object state : channels.values()) {
             if (state instanceof ExecChannel ec) ec.fail(cause);
+            else if (state instanceof PortChannel pc) pc.remoteReset("connection to agent lost: " + cause.getMessage());
             else if (state instanceof CompletableFuture<?> cf) cf.completeExceptionally(cause);
         }
         channels.clear();
         pings.values().forEach(p -> p.completeExceptionally(cause));
         tunnels.closeAll("connection to agent lost: " + cause.getMessage());
+        portWriter.shutdown();
     }
 }

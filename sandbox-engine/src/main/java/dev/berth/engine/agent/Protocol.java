@@ -31,6 +31,9 @@ final class Protocol {
     static final int DATA = 0x41;
     static final int CLOSE = 0x42;
     static final int RESET = 0x43;
+    static final int PORT_OPEN = 0x44;
+    static final int PORT_OPENED = 0x45;
+    static final int WINDOW = 0x46;
 
     // flags and numbers
     static final int CAP_EXEC = 0x1;
@@ -38,6 +41,7 @@ final class Protocol {
     static final int CAP_TUNNEL = 0x4;
     static final int CAP_GUEST_OPS = 0x8;
     static final int CAP_CONFINED_RUNS = 0x10;
+    static final int CAP_PORTS = 0x20;
     static final int EXEC_STDIN = 0x1;
     static final int WRITE_TRUNCATE = 0x1;
     static final int WRITE_APPEND = 0x2;
@@ -48,6 +52,7 @@ final class Protocol {
     static final int KIND_OTHER = 0x6f;
     static final int VERSION = 2;
     static final int MAX_PAYLOAD = 1048576;
+    static final int PORT_WINDOW = 262144;
 
     /** Bytes before the payload: u32 len, u8 type, u32 chan. */
     static final int HEADER = 9;
@@ -64,6 +69,7 @@ final class Protocol {
             case FILE_WRITE -> "FILE_WRITE"; case FILE_LIST -> "FILE_LIST"; case SYNC -> "SYNC";
             case CLOCK_SET -> "CLOCK_SET"; case RNG_SEED -> "RNG_SEED"; case TUNNEL_OPEN -> "TUNNEL_OPEN";
             case DATA -> "DATA"; case CLOSE -> "CLOSE"; case RESET -> "RESET";
+            case PORT_OPEN -> "PORT_OPEN"; case PORT_OPENED -> "PORT_OPENED"; case WINDOW -> "WINDOW";
             default -> String.format("0x%02x", type);
         };
     }

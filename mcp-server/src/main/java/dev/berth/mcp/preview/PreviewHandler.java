@@ -1,0 +1,519 @@
+package dev.berth.mcp.preview;
+
+import dev.berth.engine.EngineException;
+import dev.berth.engine.PortExposure;
+import dev.berth.engine.Ports;
+import dev.berth.engine.agent.PortStream;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.util.ReferenceCountUtil;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Pattern;
+
+/**
+ * One browser connection to the preview listener. Per request: route by {@code /p/<id>/}, check access, then relay
+ * the re-encoded request head and its body to the app over a {@link PortStream} (one per browser connection and
+ * exposure; a request for another exposure on the same connection replaces it). App bytes go back unparsed. Runs on
+ * the connection's event loop; stream callbacks hop onto it.
+ */
+final class PreviewHandler extends ChannelInboundHandlerAdapter {
+    private static final Pattern ID = Pattern.compile("[a-z2-7]{32}");
+    private static final String COOKIE = "berth_preview";
+    private static final Set<String> HOP = Set.of("keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer");
+
+    private final PreviewServer server;
+    private ChannelHandlerContext ctx;
+
+    /** The app connection of this browser connection, or null. */
+    private Upstream up;
+    /** What to send once {@link #up} is connected (head and body bytes in order). */
+    private final ArrayDeque<ByteBuf> pending = new ArrayDeque<>();
+    /** The current request is refused: drop its body until its end. */
+    private boolean discarding;
+    /** The current request body is chunked: re-encode its parts as chunks. */
+    private boolean chunked;
+    /** The current request asked for an Upgrade: after its head, the connection is a byte relay. */
+    private boolean upgrading;
+    private boolean raw;
+
+    PreviewHandler(PreviewServer server) { this.server = server; }
+
+    private final class Upstream implements PortStream.Sink {
+        final PortExposure exposure;
+        final AtomicInteger counter;
+        volatile Ports.Connection connection;
+        volatile PortStream stream;
+        private int unconsumed; // consumed before the stream was known; guarded by this
+        boolean ended;          // event loop only
+
+        Upstream(PortExposure exposure, AtomicInteger counter) {
+            this.exposure = exposure;
+            this.counter = counter;
+        }
+
+        void attached(Ports.Connection c) {
+            connection = c;
+            synchronized (this) {
+                stream = c.stream();
+                if (unconsumed > 0) stream.consumed(unconsumed);
+                unconsumed = 0;
+            }
+        }
+
+        private void consumed(int n) {
+            synchronized (this) {
+                if (stream == null) {
+                    unconsumed += n;
+                    return;
+                }
+            }
+            stream.consumed(n);
+        }
+
+        @Override
+        public void onData(ByteBuffer data) {
+            int n = data.remaining();
+            if (!ctx.channel().isActive()) {
+                consumed(n); // the browser is gone: drain what the app still sends until it closes
+                return;
+            }
+            ctx.channel().writeAndFlush(Unpooled.wrappedBuffer(data)).addListener(f -> {
+                if (f.isSuccess()) consumed(n);
+            });
+        }
+
+        @Override
+        public void onClose() {
+            // the app closed its side: what it sent is complete (a response delimited by close, or the end of a
+            // connection it will not reuse); the browser connection ends with it
+            ctx.channel().eventLoop().execute(() -> {
+                end(null);
+                ctx.channel().writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+            });
+        }
+
+        @Override
+        public void onReset(String reason) {
+            ctx.channel().eventLoop().execute(() -> {
+                end(null);
+                ctx.channel().close();
+            });
+        }
+
+        @Override
+        public void onWritable() {
+            ctx.channel().eventLoop().execute(() -> ctx.channel().config().setAutoRead(true));
+        }
+
+        /** This upstream is done (event loop): release its slot; reset the stream when {@code reset} is given. */
+        void end(String reset) {
+            if (ended) return;
+            ended = true;
+            counter.decrementAndGet();
+            PortStream s = stream;
+            if (s != null) {
+                if (reset != null) s.reset(reset);
+                else s.shutdownOutput(); // the app closed (or reset): close our side too, so the agent frees the stream
+            }
+            Ports.Connection c = connection;
+            if (c != null) c.close();
+            if (up == this) up = null;
+        }
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) { this.ctx = ctx; }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (up != null) {
+            // like a proxy: the app sees EOF (not a reset) and closes its side; an app that does not within 5 s is reset
+            Upstream u = up;
+            PortStream s = u.stream;
+            if (s != null) {
+                s.shutdownOutput();
+                ctx.executor().schedule(() -> u.end("browser closed the connection"), 5, java.util.concurrent.TimeUnit.SECONDS);
+            } else {
+                u.end("browser closed the connection");
+            }
+        }
+        pending.forEach(ReferenceCountUtil::release);
+        pending.clear();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        ctx.close();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        try {
+            if (msg instanceof HttpRequest req) {
+                request(req);
+            }
+            if (msg instanceof HttpContent c) {
+                content(c);
+            } else if (msg instanceof ByteBuf b && raw) {
+                forward(b.retain());
+            }
+        } finally {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    // ------------------------------------------------------------------ requests
+
+    private void request(HttpRequest req) {
+        discarding = false;
+        chunked = false;
+        upgrading = false;
+        if (req.decoderResult().isFailure()) {
+            Throwable t = req.decoderResult().cause();
+            if (t instanceof TooLongFrameException) {
+                boolean line = t.getMessage() != null && t.getMessage().contains("line");
+                refuse(line ? 414 : 431, line ? "request line too long (at most 8192 bytes)" : "request headers too large (at most 16384 bytes)", null, req);
+            } else {
+                refuse(400, "malformed request: " + t.getMessage(), null, req);
+            }
+            return;
+        }
+        HttpHeaders h = req.headers();
+        List<String> te = h.getAll(HttpHeaderNames.TRANSFER_ENCODING);
+        List<String> cl = h.getAll(HttpHeaderNames.CONTENT_LENGTH);
+        if (!te.isEmpty() && !cl.isEmpty()) {
+            refuse(400, "request has both Transfer-Encoding and Content-Length (a request smuggling shape); send one", null, req);
+            return;
+        }
+        if (cl.size() > 1) {
+            refuse(400, "request has " + cl.size() + " Content-Length headers", null, req);
+            return;
+        }
+        if (te.size() > 1 || (te.size() == 1 && !te.getFirst().trim().equalsIgnoreCase("chunked"))) {
+            refuse(400, "Transfer-Encoding must be exactly \"chunked\", got " + te, null, req);
+            return;
+        }
+        if (h.getAll(HttpHeaderNames.HOST).size() > 1) {
+            refuse(400, "request has several Host headers", null, req);
+            return;
+        }
+        chunked = te.size() == 1;
+        String uri = req.uri();
+        if (!uri.startsWith("/p/")) {
+            refuse(404, "not a preview URL: previews are served at /p/<id>/", null, req);
+            return;
+        }
+        int slash = uri.indexOf('/', 3);
+        int q = uri.indexOf('?', 3);
+        int endId = slash < 0 ? (q < 0 ? uri.length() : q) : (q >= 0 && q < slash ? q : slash);
+        String id = uri.substring(3, endId);
+        String rest = uri.substring(endId);
+        if (!ID.matcher(id).matches()) {
+            refuse(404, "no such preview", null, req);
+            server.engine.ports().recordAccess(null, id, false, "malformed preview id", req.method().name(), null, remote());
+            return;
+        }
+        Ports ports = server.engine.ports();
+        Optional<PortExposure> found = ports.find(id);
+        if (found.isEmpty() || found.get().expired(java.time.Instant.now())) {
+            String why = found.isEmpty() ? "no such preview (never exposed, unexposed, or its workspace closed)" : "the preview link has expired";
+            ports.recordAccess(found.orElse(null), id, false, why, req.method().name(), rest, remote());
+            refuse(404, why, null, req);
+            return;
+        }
+        PortExposure e = found.get();
+        // access
+        QueryStringDecoder qs = new QueryStringDecoder(rest);
+        String urlToken = qs.parameters().getOrDefault("berth_token", List.of()).stream().findFirst().orElse(null);
+        String via;
+        if (e.access().equals(PortExposure.LINK)) {
+            via = "link";
+        } else {
+            String presented = bearer(h.get(HttpHeaderNames.AUTHORIZATION));
+            String fromCookie = cookie(h, COOKIE);
+            if (presented == null && urlToken != null) presented = urlToken;
+            if (presented != null) {
+                String tenant = server.auth.tenantOf(presented);
+                if (tenant == null) {
+                    ports.recordAccess(e, id, false, "invalid token", req.method().name(), rest, remote());
+                    refuse(401, "the token is not valid for this server", null, req);
+                    return;
+                }
+                if (!tenant.equals(e.tenant())) {
+                    // another tenant's preview looks exactly like one that does not exist
+                    ports.recordAccess(e, id, false, "token of another tenant (" + tenant + ")", req.method().name(), rest, remote());
+                    refuse(404, "no such preview (never exposed, unexposed, or its workspace closed)", null, req);
+                    return;
+                }
+                via = urlToken != null && presented.equals(urlToken) ? "url token" : "bearer token";
+                if (urlToken != null) {
+                    // swap the token in the URL for a cookie scoped to this preview, and drop it from the address bar
+                    String clean = stripParam(rest, "berth_token");
+                    ports.recordAccess(e, id, true, "url token; cookie set", req.method().name(), clean, remote());
+                    String cookie = COOKIE + "=" + server.cookieFor(e.id(), e.tenant()) + "; Path=/p/" + e.id() + "/; HttpOnly; SameSite=Lax";
+                    refuse(303, "see /p/" + e.id() + clean, Map.of("Location", "/p/" + e.id() + (clean.isEmpty() ? "/" : clean), "Set-Cookie", cookie), req);
+                    return;
+                }
+            } else if (fromCookie != null && java.security.MessageDigest.isEqual(fromCookie.getBytes(StandardCharsets.US_ASCII),
+                    server.cookieFor(e.id(), e.tenant()).getBytes(StandardCharsets.US_ASCII))) {
+                via = "cookie";
+            } else {
+                String why = fromCookie != null ? "preview cookie not valid (set by an earlier server run, or for another preview)" : "no token";
+                ports.recordAccess(e, id, false, why, req.method().name(), rest, remote());
+                refuse(401, "this preview needs the tenant's token: send Authorization: Bearer <token>, or open the URL once with ?berth_token=<token>", null, req);
+                return;
+            }
+        }
+        if (rest.isEmpty() || rest.startsWith("?")) {
+            // the app's relative links need the trailing slash
+            refuse(308, "see /p/" + e.id() + "/", Map.of("Location", "/p/" + e.id() + "/" + rest), req);
+            return;
+        }
+        ports.recordAccess(e, id, true, via, req.method().name(), rest, remote());
+        byte[] head = head(req, e, rest);
+        upgrading = h.contains(HttpHeaderNames.UPGRADE) && h.containsValue(HttpHeaderNames.CONNECTION, "upgrade", true);
+        if (up != null && up.exposure.id().equals(e.id()) && !up.ended) {
+            forward(Unpooled.wrappedBuffer(head));
+            return;
+        }
+        if (up != null) up.end("the browser connection moved to another preview");
+        AtomicInteger counter = server.connections.computeIfAbsent(e.id(), k -> new AtomicInteger());
+        int max = server.settings.maxConnectionsPerPort();
+        if (counter.incrementAndGet() > max) {
+            counter.decrementAndGet();
+            ports.recordAccess(e, id, false, "connection limit " + max + " reached", req.method().name(), rest, remote());
+            refuse(503, "this preview already carries " + max + " connections (the limit per exposed port); retry later", null, req);
+            return;
+        }
+        Upstream u = new Upstream(e, counter);
+        up = u;
+        pending.add(Unpooled.wrappedBuffer(head));
+        Channel ch = ctx.channel();
+        ch.config().setAutoRead(false);
+        Thread.ofVirtual().name("berth-preview-connect").start(() -> {
+            try {
+                Ports.Connection c = ports.connect(e, u);
+                ch.eventLoop().execute(() -> connected(u, c));
+            } catch (EngineException x) {
+                ch.eventLoop().execute(() -> failed(u, x));
+            } catch (RuntimeException x) {
+                ch.eventLoop().execute(() -> failed(u, new EngineException(EngineException.Kind.INTERNAL, x.toString(), x)));
+            }
+        });
+    }
+
+    private void connected(Upstream u, Ports.Connection c) {
+        u.attached(c);
+        if (u.ended || up != u || !ctx.channel().isActive()) {
+            // the browser went away (or moved on) while the workspace woke up / the agent connected
+            c.stream().reset("browser went away while connecting");
+            c.close();
+            if (!u.ended) u.end(null);
+            return;
+        }
+        boolean ok = true;
+        while (!pending.isEmpty()) {
+            ByteBuf b = pending.poll();
+            try {
+                ok = c.stream().write(b.nioBuffer()) && ok;
+            } finally {
+                b.release();
+            }
+        }
+        if (raw) ctx.pipeline().remove("http"); // leftover bytes after the upgrade head come back as a ByteBuf
+        ctx.channel().config().setAutoRead(ok);
+    }
+
+    private void failed(Upstream u, EngineException x) {
+        pending.forEach(ReferenceCountUtil::release);
+        pending.clear();
+        u.end(null);
+        int status = x.kind() == EngineException.Kind.NOT_FOUND ? 404 : 502;
+        server.engine.ports().recordAccess(u.exposure, u.exposure.id(), false, "upstream: " + x.getMessage(), null, null, remote());
+        send(status, x.getMessage(), Map.of(), true);
+    }
+
+    private void content(HttpContent c) {
+        if (discarding) {
+            if (c instanceof LastHttpContent) discarding = false;
+            return;
+        }
+        if (up == null) return;
+        ByteBuf data = c.content();
+        if (chunked) {
+            if (data.isReadable()) {
+                forward(Unpooled.copiedBuffer(Integer.toHexString(data.readableBytes()) + "\r\n", StandardCharsets.US_ASCII));
+                forward(data.retain());
+                forward(Unpooled.copiedBuffer("\r\n", StandardCharsets.US_ASCII));
+            }
+            if (c instanceof LastHttpContent) forward(Unpooled.copiedBuffer("0\r\n\r\n", StandardCharsets.US_ASCII));
+        } else if (data.isReadable()) {
+            forward(data.retain());
+        }
+        if (c instanceof LastHttpContent && upgrading) {
+            // from here on the connection carries the upgraded protocol (WebSocket frames), both ways, unparsed
+            raw = true;
+            upgrading = false;
+            if (up != null && up.stream != null) ctx.pipeline().remove("http");
+        }
+    }
+
+    /** Sends bytes to the app now, or after the connection is up. Takes ownership of {@code b}. */
+    private void forward(ByteBuf b) {
+        Upstream u = up;
+        if (u == null || u.ended) {
+            b.release();
+            return;
+        }
+        if (u.stream == null) {
+            pending.add(b);
+            return;
+        }
+        try {
+            if (!u.stream.write(b.nioBuffer())) ctx.channel().config().setAutoRead(false);
+        } finally {
+            b.release();
+        }
+    }
+
+    /** The request head as the app gets it: path without the prefix, Host/Origin rewritten, X-Forwarded-* set. */
+    private byte[] head(HttpRequest req, PortExposure e, String rest) {
+        StringBuilder sb = new StringBuilder(512);
+        String path = stripParam(rest, "berth_token");
+        if (path.isEmpty() || path.charAt(0) != '/') path = "/" + path;
+        sb.append(req.method().name()).append(' ').append(path).append(" HTTP/1.1\r\n");
+        String appHost = server.settings.hostHeader() != null ? server.settings.hostHeader() : "localhost:" + e.port();
+        String origHost = req.headers().get(HttpHeaderNames.HOST);
+        String publicOrigin = origin(server.base());
+        for (Map.Entry<String, String> h : req.headers()) {
+            String n = h.getKey().toLowerCase(Locale.ROOT);
+            if (HOP.contains(n) || n.equals("host") || n.startsWith("x-forwarded-") || n.equals("forwarded")) continue;
+            String v = h.getValue();
+            if (n.equals("authorization") && bearer(v) != null && e.access().equals(PortExposure.TENANT)) continue; // the tenant's token never reaches the app
+            if (n.equals("cookie")) {
+                v = dropCookie(v, COOKIE);
+                if (v.isEmpty()) continue;
+            }
+            if (n.equals("origin") && (v.equals(publicOrigin) || origHost != null && v.endsWith("://" + origHost))) v = "http://" + appHost;
+            if (n.equals("referer") && v.startsWith(server.base() + "/p/" + e.id())) v = "http://" + appHost + v.substring((server.base() + "/p/" + e.id()).length());
+            sb.append(h.getKey()).append(": ").append(v).append("\r\n");
+        }
+        sb.append("Host: ").append(appHost).append("\r\n");
+        if (origHost != null) sb.append("X-Forwarded-Host: ").append(origHost).append("\r\n");
+        sb.append("X-Forwarded-Proto: ").append(server.base().startsWith("https:") ? "https" : "http").append("\r\n");
+        sb.append("X-Forwarded-Prefix: /p/").append(e.id()).append("\r\n");
+        String r = remote();
+        if (r != null) sb.append("X-Forwarded-For: ").append(r).append("\r\n");
+        sb.append("\r\n");
+        return sb.toString().getBytes(StandardCharsets.ISO_8859_1);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void refuse(int status, String reason, Map<String, String> headers, HttpRequest req) {
+        discarding = !(req instanceof io.netty.handler.codec.http.FullHttpRequest);
+        boolean close = status >= 400 && status != 401 && status != 404 || req.decoderResult().isFailure() || !HttpUtil.isKeepAlive(req);
+        if (status == 401 || status == 404) close = close || HttpUtil.getContentLength(req, 0L) > 0 || HttpUtil.isTransferEncodingChunked(req);
+        send(status, reason, headers == null ? Map.of() : headers, close);
+    }
+
+    private void send(int status, String reason, Map<String, String> headers, boolean close) {
+        byte[] body = (reason + "\n").getBytes(StandardCharsets.UTF_8);
+        StringBuilder sb = new StringBuilder();
+        sb.append("HTTP/1.1 ").append(status).append(' ').append(phrase(status)).append("\r\n");
+        sb.append("Content-Type: text/plain; charset=utf-8\r\n");
+        sb.append("Content-Length: ").append(body.length).append("\r\n");
+        sb.append("Cache-Control: no-store\r\n");
+        if (status == 401) sb.append("WWW-Authenticate: Bearer realm=\"berth preview\"\r\n");
+        headers.forEach((k, v) -> sb.append(k).append(": ").append(v).append("\r\n"));
+        if (close) sb.append("Connection: close\r\n");
+        sb.append("\r\n");
+        ByteBuf out = Unpooled.wrappedBuffer(sb.toString().getBytes(StandardCharsets.UTF_8), body);
+        var f = ctx.channel().writeAndFlush(out);
+        if (close) f.addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private static String phrase(int s) {
+        return switch (s) {
+            case 303 -> "See Other"; case 308 -> "Permanent Redirect"; case 400 -> "Bad Request"; case 401 -> "Unauthorized";
+            case 404 -> "Not Found"; case 414 -> "URI Too Long"; case 431 -> "Request Header Fields Too Large";
+            case 502 -> "Bad Gateway"; case 503 -> "Service Unavailable"; default -> "Error";
+        };
+    }
+
+    private String remote() {
+        return ctx.channel().remoteAddress() instanceof InetSocketAddress a ? a.getAddress().getHostAddress() : null;
+    }
+
+    private static String bearer(String header) {
+        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) return null;
+        String t = header.substring(7).strip();
+        return t.isEmpty() ? null : t;
+    }
+
+    private static String cookie(HttpHeaders h, String name) {
+        for (String line : h.getAll(HttpHeaderNames.COOKIE)) {
+            for (String part : line.split(";")) {
+                String p = part.strip();
+                if (p.startsWith(name + "=")) return p.substring(name.length() + 1);
+            }
+        }
+        return null;
+    }
+
+    private static String dropCookie(String line, String name) {
+        StringBuilder sb = new StringBuilder();
+        for (String part : line.split(";")) {
+            String p = part.strip();
+            if (p.isEmpty() || p.startsWith(name + "=")) continue;
+            if (!sb.isEmpty()) sb.append("; ");
+            sb.append(p);
+        }
+        return sb.toString();
+    }
+
+    /** {@code rest} without the query parameter {@code name}. */
+    static String stripParam(String rest, String name) {
+        int q = rest.indexOf('?');
+        if (q < 0) return rest;
+        StringBuilder kept = new StringBuilder();
+        for (String p : rest.substring(q + 1).split("&")) {
+            if (p.equals(name) || p.startsWith(name + "=")) continue;
+            if (!kept.isEmpty()) kept.append('&');
+            kept.append(p);
+        }
+        return rest.substring(0, q) + (kept.isEmpty() ? "" : "?" + kept);
+    }
+
+    private static String origin(String base) {
+        try {
+            URI u = URI.create(base);
+            return u.getScheme() + "://" + u.getRawAuthority();
+        } catch (IllegalArgumentException x) {
+            return base;
+        }
+    }
+}

@@ -1,0 +1,104 @@
+package dev.berth.mcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * expose_port over `berth http` (two tenants, static bearer tokens) with python's http.server in alice's
+ * workspace: alice's token (header, or once in the URL for a cookie) opens her preview; bob's token gets the same 404
+ * as a preview that does not exist; no token gets 401; bob cannot expose alice's workspace.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PreviewHttpE2eTest {
+    private Path dir;
+    private BerthHttp server;
+    private McpBridge alice;
+    private McpBridge bob;
+    private int previewPort;
+
+    @BeforeAll
+    void start() throws Exception {
+        dir = Files.createTempDirectory("berth-preview-http-");
+        previewPort = BerthHttp.freePort();
+        server = BerthHttp.start(dir, """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}, {"tenant": "bob", "sha256": "%s"}]},
+                 "tenants": {"alice": {}, "bob": {}}}
+                """.formatted(BearerAuthenticatorTest.sha256("alice-token"), BearerAuthenticatorTest.sha256("bob-token")),
+                Map.of("BERTH_PREVIEW_PORT", Integer.toString(previewPort)));
+        alice = McpBridge.http(server.url("/mcp"), "alice-token");
+        alice.connect();
+        bob = McpBridge.http(server.url("/mcp"), "bob-token");
+        bob.connect();
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (alice != null) alice.close();
+        if (bob != null) bob.close();
+        if (server != null) server.close();
+        dev.berth.engine.spi.Trees.delete(dir);
+    }
+
+    private static JsonNode ok(McpBridge b, String tool, Map<String, Object> args) throws Exception {
+        JsonNode r = b.call(tool, args);
+        assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
+        JsonNode sc = r.path("structuredContent");
+        SchemaCheck.assertValid(tool, sc);
+        return sc;
+    }
+
+    private static String[] curl(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("curl", "-sS", "--max-time", "60", "-w", "\n%{http_code}"));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(90, TimeUnit.SECONDS));
+        int nl = out.lastIndexOf('\n');
+        return new String[] {out.substring(0, Math.max(nl, 0)), out.substring(nl + 1)};
+    }
+
+    @Test
+    void tenantPreview_ownTokenOpensIt_otherTenantSees404_noTokenSees401() throws Exception {
+        String ws = ok(alice, "open_workspace", Map.of("name", "site")).path("workspace").asString();
+        ok(alice, "write_file", Map.of("workspace", ws, "path", "/workspace/site/index.html", "content", "alice's page\n"));
+        ok(alice, "run", Map.of("workspace", ws, "background", true, "timeout_s", 3600,
+                "command", "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1"));
+        ok(alice, "run", Map.of("workspace", ws, "timeout_s", 60, "command", "python3 -c 'import socket, time\nwhile True:\n"
+                + "    try:\n        socket.create_connection((\"127.0.0.1\", 8000)).close(); break\n    except OSError:\n        time.sleep(0.05)'"));
+        JsonNode e = ok(alice, "expose_port", Map.of("workspace", ws, "port", 8000));
+        String url = e.path("url").asString();
+        assertTrue(url.startsWith("http://127.0.0.1:" + previewPort + "/p/") && !url.contains("berth_token"), url);
+
+        String[] own = curl("-H", "Authorization: Bearer alice-token", url);
+        assertEquals("200", own[1], own[0]);
+        assertEquals("alice's page\n", own[0]);
+        String[] other = curl("-H", "Authorization: Bearer bob-token", url);
+        assertEquals("404", other[1], other[0]);
+        assertEquals("no such preview (never exposed, unexposed, or its workspace closed)\n", other[0]);
+        String[] none = curl(url);
+        assertEquals("401", none[1], none[0]);
+
+        Path jar = dir.resolve("cookies.txt");
+        assertEquals("303", curl("-c", jar.toString(), url + "?berth_token=alice-token")[1]);
+        String[] cookie = curl("-b", jar.toString(), url);
+        assertEquals("alice's page\n", cookie[0], cookie[1]);
+
+        JsonNode refused = bob.call("expose_port", Map.of("workspace", ws, "port", 8000));
+        assertTrue(refused.path("isError").asBoolean(), refused.toString());
+        assertTrue(refused.path("content").get(0).path("text").asString().contains("no workspace"), refused.toString());
+    }
+}
