@@ -34,7 +34,9 @@ async function tool(name, a, label) {
     return r;
   }
   const s = r.structuredContent;
-  const brief = name === "run"
+  const brief = name === "run" && s.process && s.running
+    ? `process ${s.process} running`
+    : name === "run"
     ? `exit ${s.exit_code}${s.resumed ? ", resumed" : ""}: ${JSON.stringify(s.stdout.trim())}`
     : Object.entries(s).filter(([k]) => ["workspace", "state", "lifecycle", "isolation", "memory_kept", "snapshot", "note", "deleted"].includes(k))
         .map(([k, v]) => `${k}=${v}`).join(" ");
@@ -49,7 +51,9 @@ console.log(`connected to ${v.name} ${v.version}`);
 console.log("\n1. A project the agent will come back to: persistent, named.");
 const proj = await tool("open_workspace", { name: "demo-project", lifecycle: "persistent" });
 await tool("run", { workspace: "demo-project", command: "mkdir -p app && printf 'print(\"hi from berth\")\\n' > app/main.py && ls app" });
-await tool("run", { workspace: "demo-project", command: "sh -c 'while true; do date +%s > /tmp/heartbeat.new; mv /tmp/heartbeat.new /tmp/heartbeat; sleep 1; done' >/dev/null 2>&1 & echo started" },
+// a long-lived process is a background run of its own (what a run starts with & ends with that run)
+await tool("run", { workspace: "demo-project", background: true,
+  command: "while true; do date +%s > /tmp/heartbeat.new; mv /tmp/heartbeat.new /tmp/heartbeat; sleep 1; done" },
   "start a background process");
 
 console.log("\n2. Park it while the agent thinks: compute freed, state kept.");
