@@ -56,12 +56,12 @@ final class AuditCommand {
         for (int i = 0; i < argv.size(); i++) {
             String s = argv.get(i);
             switch (s) {
-                case "--home" -> a.home = Path.of(value(argv, ++i, s));
-                case "--tenant" -> a.tenant = value(argv, ++i, s);
-                case "--since" -> a.since = value(argv, ++i, s);
-                case "--type" -> a.type = value(argv, ++i, s);
-                case "--out" -> a.out = Path.of(value(argv, ++i, s));
-                case "--public-key" -> a.publicKey = Path.of(value(argv, ++i, s));
+                case "--home" -> a.home = Path.of(Options.value(argv, ++i, s));
+                case "--tenant" -> a.tenant = Options.value(argv, ++i, s);
+                case "--since" -> a.since = Options.value(argv, ++i, s);
+                case "--type" -> a.type = Options.value(argv, ++i, s);
+                case "--out" -> a.out = Path.of(Options.value(argv, ++i, s));
+                case "--public-key" -> a.publicKey = Path.of(Options.value(argv, ++i, s));
                 default -> {
                     if (s.startsWith("--")) throw new Options.UsageException("unknown audit option '" + s + "'");
                     a.positional.add(s);
@@ -71,10 +71,6 @@ final class AuditCommand {
         return a;
     }
 
-    private static String value(List<String> argv, int i, String flag) throws Options.UsageException {
-        if (i >= argv.size()) throw new Options.UsageException(flag + " needs a value");
-        return argv.get(i);
-    }
 
     /** The key to check with: the given public key file, else the home's own key (verification only). */
     private static ServerKey key(Args a, Path keyDir) throws IOException {

@@ -120,13 +120,13 @@ final class ImageCommand {
         for (int i = 0; i < argv.size(); i++) {
             String s = argv.get(i);
             switch (s) {
-                case "--home" -> a.home = Path.of(value(argv, ++i, s));
-                case "--name" -> a.name = value(argv, ++i, s);
-                case "--user" -> a.user = value(argv, ++i, s);
+                case "--home" -> a.home = Path.of(Options.value(argv, ++i, s));
+                case "--name" -> a.name = Options.value(argv, ++i, s);
+                case "--user" -> a.user = Options.value(argv, ++i, s);
                 case "--unsafe-plain-http" -> a.plainHttp = true;
                 case "--max-mib" -> {
                     try {
-                        a.maxMiB = Long.parseLong(value(argv, ++i, s));
+                        a.maxMiB = Long.parseLong(Options.value(argv, ++i, s));
                     } catch (NumberFormatException e) {
                         throw new Options.UsageException("--max-mib needs a number of MiB");
                     }
@@ -141,8 +141,4 @@ final class ImageCommand {
         return a;
     }
 
-    private static String value(List<String> argv, int i, String flag) throws Options.UsageException {
-        if (i >= argv.size()) throw new Options.UsageException(flag + " needs a value");
-        return argv.get(i);
-    }
 }

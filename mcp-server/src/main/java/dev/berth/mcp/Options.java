@@ -43,7 +43,8 @@ record Options(Path home, String isolation, Path egressConfig, Integer port, Str
         return new Options(home.toAbsolutePath(), isolation, egress, port, bind, config, microvmImage, binDir);
     }
 
-    private static String value(List<String> args, int i, String flag) throws UsageException {
+    /** The value after {@code flag} at {@code args[i]}, or a usage error naming the flag (shared by every command). */
+    static String value(List<String> args, int i, String flag) throws UsageException {
         if (i >= args.size()) throw new UsageException(flag + " needs a value");
         return args.get(i);
     }
