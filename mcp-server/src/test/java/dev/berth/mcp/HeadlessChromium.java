@@ -53,8 +53,29 @@ final class HeadlessChromium implements AutoCloseable {
         });
     }
 
-    /** Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. */
+    /**
+     * Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. A page
+     * that navigates while the expression runs (a preview link redirects once to drop its token from the address)
+     * destroys the evaluation's context: then the expression is evaluated again in the new page, until the timeout.
+     */
     String evaluate(String expression, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+            String raw = evaluateOnce(expression, Duration.ofMillis(left));
+            JsonNode r = McpBridge.JSON.readTree(raw);
+            String error = r.path("error").path("message").asString("")
+                    + r.path("result").path("exceptionDetails").path("text").asString("");
+            boolean navigated = error.contains("Execution context was destroyed") || error.contains("Cannot find context")
+                    || error.contains("Cannot find default execution context");
+            if (!navigated || System.nanoTime() > deadline) {
+                JsonNode v = r.path("result").path("result");
+                return v.path("value").isMissingNode() ? raw : v.path("value").asString();
+            }
+        }
+    }
+
+    private String evaluateOnce(String expression, Duration timeout) throws Exception {
         URI browser = URI.create(devtools);
         HttpClient http = HttpClient.newHttpClient();
         String list = http.send(HttpRequest.newBuilder(URI.create("http://" + browser.getRawAuthority() + "/json/list")).build(),
@@ -82,10 +103,11 @@ final class HeadlessChromium implements AutoCloseable {
         String cmd = McpBridge.JSON.writeValueAsString(Map.of("id", 1, "method", "Runtime.evaluate",
                 "params", Map.of("expression", expression, "awaitPromise", true, "returnByValue", true)));
         ws.sendText(cmd, true);
-        String raw = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        ws.abort();
-        JsonNode r = McpBridge.JSON.readTree(raw).path("result").path("result");
-        return r.path("value").isMissingNode() ? raw : r.path("value").asString();
+        try {
+            return answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } finally {
+            ws.abort();
+        }
     }
 
     @Override
