@@ -122,6 +122,60 @@ public abstract class AbstractEscapeTest {
         assertEquals(LIMITS.diskMiB(), limit("disk").value());
     }
 
+    // ---------------------------------------------------------------- disk I/O limits
+
+    /** 1 MiB/s read and write: an 8 MiB transfer held to it takes 8 s; more than 4 s is asserted. */
+    protected static final dev.berth.engine.spi.IoLimits IO = new dev.berth.engine.spi.IoLimits(1 << 20, 1 << 20, 0, 0);
+
+    /**
+     * A workspace with {@link #IO}: its report names every I/O direction (the two asked for with their mechanism or
+     * why not, the two not asked for as such); a direct write and a direct read (O_DIRECT: past the page cache, so
+     * what reaches the disk is what dd moved) are held to 1 MiB/s where the report says they are. A buffered write is
+     * measured and printed, not asserted: it is the case cgroup v1 cannot throttle.
+     */
+    @Test
+    void io_directWriteAndRead_heldToTheLimit_asReported() throws Exception {
+        WorkspaceInfo io = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null,
+                new Resources(1, 256, 64, 64, IO))).workspace();
+        try {
+            Map<String, Limit> l = new java.util.LinkedHashMap<>();
+            for (Limit x : io.limits()) l.put(x.name(), x);
+            assertEquals(Limit.NAMES, List.copyOf(l.keySet()));
+            for (String n : List.of("io_read_bps", "io_write_bps")) assertEquals(1 << 20, l.get(n).value(), n);
+            for (String n : List.of("io_read_iops", "io_write_iops")) {
+                assertFalse(l.get(n).enforced(), n);
+                assertEquals(Limit.IO_NOT_ASKED, l.get(n).how());
+            }
+            Limit write = l.get("io_write_bps"), read = l.get("io_read_bps");
+            double directWrite = dd(io.id(), "dd if=/dev/zero of=/workspace/io.bin bs=1M count=8 oflag=direct");
+            double directRead = dd(io.id(), "dd if=/workspace/io.bin of=/dev/null bs=1M iflag=direct");
+            double buffered = dd(io.id(), "dd if=/dev/zero of=/workspace/buffered.bin bs=1M count=8");
+            double fsynced = dd(io.id(), "dd if=/dev/zero of=/workspace/fsynced.bin bs=1M count=8 conv=fsync");
+            System.out.printf("[io] %s, 1 MiB/s asked, 8 MiB moved: direct write %.2f s, direct read %.2f s, buffered write %.2f s,"
+                    + " buffered write + fsync %.2f s%n[io]   write: %s: %s%n[io]   read: %s: %s%n", info.isolation(), directWrite,
+                    directRead, buffered, fsynced,
+                    write.enforced() ? "enforced" : "NOT enforced", write.how(), read.enforced() ? "enforced" : "NOT enforced", read.how());
+            // a direction reported enforced holds; so do direct writes where the report says only buffered ones escape
+            if (write.enforced() || write.how().contains("direct writes (O_DIRECT) and a process's own fsync are held")) {
+                assertTrue(directWrite > 4, "direct write of 8 MiB at 1 MiB/s took " + directWrite + " s: " + write.how());
+                assertTrue(fsynced > 4, "buffered write + fsync of 8 MiB at 1 MiB/s took " + fsynced + " s: " + write.how());
+            }
+            if (read.enforced()) assertTrue(directRead > 4, "direct read of 8 MiB at 1 MiB/s took " + directRead + " s: " + read.how());
+            assertTrue(write.enforced() || read.enforced() || !write.how().isBlank());
+        } finally {
+            engine.closeWorkspace(Tenant.LOCAL, io.id(), true);
+        }
+    }
+
+    /** Runs a dd and returns the seconds it reports for itself (its own clock, not the run's overhead). */
+    private double dd(String workspace, String cmd) throws EngineException {
+        RunResult r = run(workspace, cmd + " 2>&1", 180);
+        assertEquals(0, r.exitCode(), cmd + ": " + r);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("copied, ([0-9.]+) s").matcher(r.stdout());
+        assertTrue(m.find(), cmd + ": " + r.stdout());
+        return Double.parseDouble(m.group(1));
+    }
+
     // ---------------------------------------------------------------- the agent
 
     /**

@@ -96,7 +96,7 @@ public final class GvisorDriver implements IsolationDriver {
                 : Limit.notEnforced("memory", r.memoryMiB(), "MiB", no));
         out.add(Limit.notEnforced("pids", r.maxPids(), "processes", v1 ? PIDS_NOT_EXACT : no));
         out.add(Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(v1 ? dev.berth.engine.host.BlockIoLimits.predict(r.io()) : Limit.ioNotEnforced(r.io(), no));
         return out;
     }
 

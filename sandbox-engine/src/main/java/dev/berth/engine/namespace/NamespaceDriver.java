@@ -129,7 +129,8 @@ public final class NamespaceDriver implements IsolationDriver {
         List<Limit> out = new ArrayList<>(root ? CgroupLimits.predict(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
         out.add(root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
                 : Limit.notEnforced("disk", r.diskMiB(), "MiB", "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(root ? dev.berth.engine.host.BlockIoLimits.predict(r.io())
+                : Limit.ioNotEnforced(r.io(), "Berth is not root: it cannot create cgroups, and the layer is a plain directory"));
         return out;
     }
 

@@ -52,14 +52,15 @@ final class NamespaceSandbox implements Sandbox {
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", HostIdentity.isRoot()
                         ? "this workspace was created before disk images: its layer is a plain directory"
                         : "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(limits.io());
         return out;
     }
 
     static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req)
             throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
-        CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources())
+        CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources(),
+                layout.usesImage() ? dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()) : null)
                 : CgroupLimits.none(req.resources(), "Berth is not root: it cannot create cgroups");
         Process p = null;
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
