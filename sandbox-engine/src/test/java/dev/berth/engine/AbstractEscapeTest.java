@@ -167,13 +167,17 @@ public abstract class AbstractEscapeTest {
         }
     }
 
-    /** Runs a dd and returns the seconds it reports for itself (its own clock, not the run's overhead). */
+    /**
+     * Runs a dd and returns the seconds it took inside the sandbox (timed there with /proc/uptime, so the run's own
+     * overhead is not counted: the guest's busybox dd prints no timing).
+     */
     private double dd(String workspace, String cmd) throws EngineException {
-        RunResult r = run(workspace, cmd + " 2>&1", 180);
+        RunResult r = run(workspace, "s=$(cut -d' ' -f1 /proc/uptime); " + cmd + " 2>&1 || exit 1; e=$(cut -d' ' -f1 /proc/uptime);"
+                + " echo \"took $s $e\"", 180);
         assertEquals(0, r.exitCode(), cmd + ": " + r);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("copied, ([0-9.]+) s").matcher(r.stdout());
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("took ([0-9.]+) ([0-9.]+)").matcher(r.stdout());
         assertTrue(m.find(), cmd + ": " + r.stdout());
-        return Double.parseDouble(m.group(1));
+        return Double.parseDouble(m.group(2)) - Double.parseDouble(m.group(1));
     }
 
     // ---------------------------------------------------------------- the agent
@@ -379,31 +383,79 @@ public abstract class AbstractEscapeTest {
         assertEquals(0, sh("rm /workspace/fill && echo ok > /workspace/after-fill").exitCode(), "the workspace recovers");
     }
 
+    /**
+     * Four workspaces attack at once, one attack each: a fork bomb, a memory balloon (600 MiB against 256), a disk
+     * fill past the quota, and a CPU spin (2 loops on 1 vCPU). Meanwhile a quiet neighbour workspace runs
+     * {@code true} over and over and the server lists its workspaces: both must keep answering. The neighbour's
+     * latency before and during the attack is printed side by side; only a generous bound (60 s a call) is asserted,
+     * since this machine is shared. Attacks that take their own sandbox down (gVisor's Sentry under a fork bomb or a
+     * balloon) count as contained: that sandbox is the attacker's.
+     */
     @Test
-    void cpuSpin_inSeveralWorkspaces_othersStayResponsive() throws Exception {
-        List<String> spinners = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            spinners.add(engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id());
+    void exhaustion_inSeveralWorkspacesAtOnce_neighbourAndServerStayResponsive() throws Exception {
+        Map<String, String> attacks = new java.util.LinkedHashMap<>();
+        attacks.put("fork bomb", "bomb() { bomb | bomb & }; bomb; sleep 8");
+        attacks.put("memory balloon", "for i in 1 2 3; do python3 -c 'b = bytearray(600 * 1024 * 1024)'; done; true");
+        attacks.put("disk fill", "dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; sync; rm -f /workspace/fill");
+        attacks.put("cpu spin", "timeout 8 sh -c 'while :; do :; done & while :; do :; done'");
+        List<String> attackers = new ArrayList<>();
+        for (int i = 0; i < attacks.size(); i++) {
+            attackers.add(engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id());
         }
         ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
         try {
-            List<Future<RunResult>> spins = new ArrayList<>();
-            for (String s : spinners) spins.add(pool.submit(() -> run(s, "timeout 6 sh -c 'while :; do :; done & while :; do :; done'", 20)));
-            // latency of a trivial run in a quiet workspace while the others spin
-            List<Long> ms = new ArrayList<>();
-            for (int i = 0; i < 10; i++) {
-                long t0 = System.nanoTime();
-                assertEquals(0, run(ws, "true", 10).exitCode());
-                ms.add((System.nanoTime() - t0) / 1_000_000);
+            List<Long> before = new ArrayList<>();
+            for (int i = 0; i < 5; i++) before.add(timedTrue());
+            List<Future<String>> running = new ArrayList<>();
+            int i = 0;
+            for (var a : attacks.entrySet()) {
+                String attacker = attackers.get(i++);
+                running.add(pool.submit(() -> {
+                    try {
+                        RunResult r = run(attacker, a.getValue(), 60);
+                        return a.getKey() + ": " + (r.timedOut() ? "timed out" : "exit " + r.exitCode());
+                    } catch (EngineException e) {
+                        return a.getKey() + ": its sandbox died (" + e.getMessage().lines().findFirst().orElse("") + ")";
+                    }
+                }));
             }
-            for (Future<RunResult> f : spins) f.get();
-            ms.sort(null);
-            System.out.printf("[%s] run(true) while 3 workspaces spin 2 loops each: p50 %d ms, max %d ms (cpu limit: %s)%n",
-                    info.isolation(), ms.get(ms.size() / 2), ms.get(ms.size() - 1), limit("cpu"));
+            List<Long> during = new ArrayList<>();
+            List<Long> listing = new ArrayList<>();
+            while (during.size() < 3 || running.stream().anyMatch(f -> !f.isDone())) {
+                during.add(timedTrue());
+                long t0 = System.nanoTime();
+                assertFalse(engine.list(Tenant.LOCAL).isEmpty());
+                listing.add((System.nanoTime() - t0) / 1_000_000);
+            }
+            List<String> outcomes = new ArrayList<>();
+            for (Future<String> f : running) outcomes.add(f.get());
+            System.out.printf("[%s] exhaustion (%s at once, each in its own workspace): neighbour's run(true) before p50 %d ms max %d ms"
+                            + " (%d runs); during p50 %d ms max %d ms (%d runs); server's list during max %d ms%n[%s]   %s%n",
+                    info.isolation(), String.join(" + ", attacks.keySet()), p50(before), max(before), before.size(), p50(during),
+                    max(during), during.size(), max(listing), info.isolation(), String.join("; ", outcomes));
+            assertEquals("neighbour-data\n", run(other, "cat /workspace/private.txt", 60).stdout(), "the neighbour's files are intact");
         } finally {
             pool.shutdownNow();
-            for (String s : spinners) engine.closeWorkspace(Tenant.LOCAL, s, true);
+            for (String s : attackers) engine.closeWorkspace(Tenant.LOCAL, s, true);
         }
+    }
+
+    /** One {@code run("true")} in the quiet neighbour, in ms; it must answer within 60 s. */
+    private long timedTrue() throws EngineException {
+        long t0 = System.nanoTime();
+        RunResult r = run(other, "true", 60);
+        assertEquals(0, r.exitCode(), "the neighbour did not answer: " + r);
+        return (System.nanoTime() - t0) / 1_000_000;
+    }
+
+    private static long p50(List<Long> ms) {
+        List<Long> s = new ArrayList<>(ms);
+        s.sort(null);
+        return s.get(s.size() / 2);
+    }
+
+    private static long max(List<Long> ms) {
+        return ms.stream().mapToLong(Long::longValue).max().orElse(0);
     }
 
     protected static int serverProcesses() {

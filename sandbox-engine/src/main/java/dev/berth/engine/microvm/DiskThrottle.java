@@ -34,7 +34,9 @@ final class DiskThrottle {
             set(m, "base", io);
             base = "; the read-only base disk shares the budget (throttle group " + GROUP + ")";
         } catch (IOException e) {
-            base = "; the read-only base disk is not throttled: " + e.getMessage();
+            // a machine booted from its initramfs alone has no base disk: nothing else to throttle
+            base = e.getMessage() != null && e.getMessage().contains("DeviceNotFound") ? ""
+                    : "; the read-only base disk is not throttled: " + e.getMessage();
         }
         return readBack(m, io, base);
     }
