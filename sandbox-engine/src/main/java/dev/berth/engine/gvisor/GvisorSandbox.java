@@ -172,8 +172,8 @@ final class GvisorSandbox implements Sandbox {
                 ? Limit.enforced("disk", layout.diskMiB(), "MiB", "a size-limited ext4 image (loop mount) served by the gofer; writes beyond it get ENOSPC")
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", "Berth is not root: no loop mount"));
         out.addAll(layout.usesImage()
-                ? dev.berth.engine.host.BlockIoLimits.report(CGROUP.resolve("blkio").resolve(g), true,
-                        dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()), resources.io())
+                ? GvisorDriver.gvisorIo(dev.berth.engine.host.BlockIoLimits.report(CGROUP.resolve("blkio").resolve(g), true,
+                        dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()), resources.io()))
                 : Limit.ioNotEnforced(resources.io(), "Berth is not root: no loop mount, no block device of the workspace's own to throttle"));
         return out;
     }
