@@ -66,10 +66,17 @@ public final class NamespaceDriver implements IsolationDriver {
                 + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : ""));
     }
 
+    /**
+     * Benchmarks only ({@code -Dberth.namespace.unsafeUnconfinedRuns=true}): commands run as the agent's children,
+     * not confined below it (no own pid/mount namespace, no seccomp filter; the agent itself has no capabilities then).
+     */
+    static boolean unsafeUnconfinedRuns() { return Boolean.getBoolean("berth.namespace.unsafeUnconfinedRuns"); }
+
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities(NAME,
-                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities",
+                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities"
+                        + (unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
                 false, false, false, "none");
     }
 
