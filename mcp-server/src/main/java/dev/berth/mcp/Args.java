@@ -37,6 +37,16 @@ final class Args {
         throw wrongType(name, "an integer", v);
     }
 
+    /** A whole number up to 2^53 (what a JSON number holds exactly), or null when absent. */
+    Long wholeNumber(String name) throws EngineException {
+        Object v = raw.get(name);
+        if (v == null) return null;
+        if (v instanceof Number n && n.doubleValue() == Math.rint(n.doubleValue()) && Math.abs(n.doubleValue()) < (double) (1L << 53)) {
+            return n.longValue();
+        }
+        throw wrongType(name, "an integer", v);
+    }
+
     boolean bool(String name, boolean dflt) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return dflt;

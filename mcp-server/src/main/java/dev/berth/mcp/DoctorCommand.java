@@ -13,6 +13,9 @@ import java.io.PrintStream;
 final class DoctorCommand {
     private DoctorCommand() {}
 
+    /** The I/O limits doctor asks each level about: whether they would hold, per direction. */
+    static final dev.berth.engine.spi.IoLimits DOCTOR_IO = new dev.berth.engine.spi.IoLimits(10L << 20, 10L << 20, 1000, 1000);
+
     static int run(Options opts, PrintStream out) {
         boolean any = false;
         String chosen = null;
@@ -24,9 +27,12 @@ final class DoctorCommand {
             out.printf("%-10s %-13s %s%n", d.name(), a.available() ? "available" : "unavailable", a.reason());
             out.printf("%-10s %-13s boundary: %s; park keeps memory: %s%n", "", "", d.capabilities().boundary(),
                     d.capabilities().parkKeepsMemory() ? "yes" : "no");
-            // what a workspace with the default resources would get here, each limit enforced or not, and why
-            for (Limit l : d.limits(Resources.DEFAULT)) {
-                out.printf("%-10s %-13s limit %-6s %s %s: %s%n", "", "", l.name(), l.value() == 0 ? "-" : l.value() + " " + l.unit(),
+            // what a workspace with the default resources would get here, each limit enforced or not, and why; the
+            // default asks for no I/O limit, so the I/O lines show what one would get if asked (10 MiB/s, 1000 ops/s)
+            for (Limit l : d.limits(Resources.DEFAULT.withIo(DOCTOR_IO))) {
+                boolean io = dev.berth.engine.spi.IoLimits.NAMES.contains(l.name());
+                out.printf("%-10s %-13s limit %-6s %s %s: %s%n", "", "", l.name(),
+                        io ? "(if asked)" : l.value() == 0 ? "-" : l.value() + " " + l.unit(),
                         l.enforced() ? "enforced" : "NOT enforced", l.how());
             }
         }

@@ -164,10 +164,19 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public record WorkspaceSizes(@JsonProperty("default") Size defaults, Size max) {}
 
     public record Size(Integer vcpus, @JsonProperty("memory_mib") Integer memoryMiB, @JsonProperty("disk_mib") Integer diskMiB,
-                       @JsonProperty("max_pids") Integer maxPids) {
+                       @JsonProperty("max_pids") Integer maxPids, @JsonProperty("io_read_bps") Long ioReadBps,
+                       @JsonProperty("io_write_bps") Long ioWriteBps, @JsonProperty("io_read_iops") Long ioReadIops,
+                       @JsonProperty("io_write_iops") Long ioWriteIops) {
+        public Size(Integer vcpus, Integer memoryMiB, Integer diskMiB, Integer maxPids) {
+            this(vcpus, memoryMiB, diskMiB, maxPids, null, null, null, null);
+        }
+
         dev.berth.engine.spi.Resources over(dev.berth.engine.spi.Resources base) {
+            var io = base.io();
             return new dev.berth.engine.spi.Resources(vcpus == null ? base.vcpus() : vcpus, memoryMiB == null ? base.memoryMiB() : memoryMiB,
-                    diskMiB == null ? base.diskMiB() : diskMiB, maxPids == null ? base.maxPids() : maxPids);
+                    diskMiB == null ? base.diskMiB() : diskMiB, maxPids == null ? base.maxPids() : maxPids,
+                    new dev.berth.engine.spi.IoLimits(ioReadBps == null ? io.readBps() : ioReadBps, ioWriteBps == null ? io.writeBps() : ioWriteBps,
+                            ioReadIops == null ? io.readIops() : ioReadIops, ioWriteIops == null ? io.writeIops() : ioWriteIops));
         }
     }
 
@@ -435,7 +444,11 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             var w = tc.workspace();
             var r = dev.berth.engine.spi.Resources.DEFAULT;
             var big = new dev.berth.engine.spi.Resources(Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE);
-            sizes = new Tenant.Sizes(w.defaults() == null ? r : w.defaults().over(r), w.max() == null ? null : w.max().over(big));
+            var max = w.max() == null ? null : w.max().over(big);
+            var dflt = w.defaults() == null ? r : w.defaults().over(r);
+            // an I/O ceiling with no default for that direction: the default is the ceiling
+            if (max != null) dflt = dflt.withIo(dflt.io().orElse(max.io()));
+            sizes = new Tenant.Sizes(dflt, max);
         }
         if (q == null) return new Tenant(id, Tenant.Quota.UNLIMITED, secrets, sizes, images);
         Tenant.Quota u = Tenant.Quota.UNLIMITED;

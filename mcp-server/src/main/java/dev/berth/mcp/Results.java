@@ -61,6 +61,7 @@ final class Results {
         m.put("memory_mib", r.memoryMiB());
         m.put("disk_mib", r.diskMiB());
         m.put("max_pids", r.maxPids());
+        for (String n : dev.berth.engine.spi.IoLimits.NAMES) m.put(n, r.io().value(n));
         return m;
     }
 

@@ -119,7 +119,9 @@ final class Tools {
             Args r = new Args(res);
             Resources d = Resources.DEFAULT;
             resources = new Resources(or(r.integer("vcpus"), d.vcpus()), or(r.integer("memory_mib"), d.memoryMiB()),
-                    or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()));
+                    or(r.integer("disk_mib"), d.diskMiB()), or(r.integer("max_pids"), d.maxPids()),
+                    new dev.berth.engine.spi.IoLimits(orLong(r.wholeNumber("io_read_bps"), d.io().readBps()), orLong(r.wholeNumber("io_write_bps"), d.io().writeBps()),
+                            orLong(r.wholeNumber("io_read_iops"), d.io().readIops()), orLong(r.wholeNumber("io_write_iops"), d.io().writeIops())));
         }
         OpenRequest open = new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
                 a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"));
@@ -129,6 +131,8 @@ final class Tools {
     }
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
+
+    private static long orLong(Long v, long d) { return v == null ? d : v; }
 
     private Map<String, Object> run(McpSyncServerExchange ex, Args a, CallToolRequest req) throws EngineException {
         String process = a.string("process");

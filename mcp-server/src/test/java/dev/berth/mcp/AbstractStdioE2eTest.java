@@ -192,6 +192,35 @@ abstract class AbstractStdioE2eTest {
         assertTrue(before.containsAll(after), () -> "new files after close: " + after.stream().filter(p -> !before.contains(p)).toList());
     }
 
+    /**
+     * I/O limits asked through the tool: the workspace echoes them in `resources` and reports each direction in
+     * `limits` (asked ones with their mechanism or why not; the others as not asked); a limit out of range is
+     * refused with its range. What holds is measured inside each level by AbstractEscapeTest.
+     */
+    @Test
+    void ioLimits_askedThroughTheTool_reportedPerDirection() throws IOException {
+        String id = ok("open_workspace", Map.of("resources", Map.of("io_read_bps", 1048576, "io_write_bps", 2097152)))
+                .path("workspace").asString();
+        JsonNode ws = null;
+        for (JsonNode w : ok("list_workspaces", Map.of()).path("workspaces")) if (w.path("workspace").asString().equals(id)) ws = w;
+        assertTrue(ws != null, "not listed: " + id);
+        assertEquals(1048576, ws.path("resources").path("io_read_bps").asLong());
+        assertEquals(2097152, ws.path("resources").path("io_write_bps").asLong());
+        assertEquals(0, ws.path("resources").path("io_read_iops").asLong());
+        Map<String, JsonNode> limits = new java.util.LinkedHashMap<>();
+        for (JsonNode l : ws.path("limits")) limits.put(l.path("name").asString(), l);
+        assertEquals(List.of("cpu", "memory", "pids", "disk", "io_read_bps", "io_write_bps", "io_read_iops", "io_write_iops"),
+                List.copyOf(limits.keySet()));
+        assertEquals(1048576, limits.get("io_read_bps").path("value").asLong());
+        assertEquals("bytes/s", limits.get("io_read_bps").path("unit").asString());
+        assertEquals(2097152, limits.get("io_write_bps").path("value").asLong());
+        for (JsonNode l : limits.values()) assertFalse(l.path("how").asString().isBlank(), l.toString());
+        assertFalse(limits.get("io_write_iops").path("enforced").asBoolean(), limits.get("io_write_iops").toString());
+        ok("close_workspace", Map.of("workspace", id));
+        String tiny = error("open_workspace", Map.of("resources", Map.of("io_write_iops", 2)));
+        assertTrue(tiny.contains("io_write_iops 2 is outside 8..1099511627776 ops/s"), tiny);
+    }
+
     @Test
     void run_streamsProgressWhileRunning() throws IOException {
         String id = ok("open_workspace", Map.of()).path("workspace").asString();

@@ -3,6 +3,7 @@ package dev.berth.engine;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.IoLimits;
 import dev.berth.engine.spi.Resources;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -79,17 +80,20 @@ final class DriverSelector {
 
     static Resources validate(Tenant tenant, Resources r, int cpus, long memoryMiB) throws EngineException {
         if (r == null) r = tenant.sizes().defaults();
+        // an I/O direction not asked for (0) gets the tenant's default for it
+        r = r.withIo(r.io().orElse(tenant.sizes().defaults().io()));
         validate(r);
         Resources max = tenant.sizes().max();
         if (max != null) {
             String over = r.vcpus() > max.vcpus() ? "vcpus " + r.vcpus() + " is above the ceiling of " + max.vcpus()
                     : r.memoryMiB() > max.memoryMiB() ? "memory_mib " + r.memoryMiB() + " is above the ceiling of " + max.memoryMiB()
                     : r.diskMiB() > max.diskMiB() ? "disk_mib " + r.diskMiB() + " is above the ceiling of " + max.diskMiB()
-                    : r.maxPids() > max.maxPids() ? "max_pids " + r.maxPids() + " is above the ceiling of " + max.maxPids() : null;
+                    : r.maxPids() > max.maxPids() ? "max_pids " + r.maxPids() + " is above the ceiling of " + max.maxPids()
+                    : ioOver(r.io(), max.io());
             if (over != null) {
                 throw new EngineException(Kind.LIMIT, over + " that the operator set for tenant '" + tenant.id()
                         + "'; ask for less (the ceiling is vcpus " + max.vcpus() + ", memory_mib " + max.memoryMiB()
-                        + ", disk_mib " + max.diskMiB() + ", max_pids " + max.maxPids() + ")");
+                        + ", disk_mib " + max.diskMiB() + ", max_pids " + max.maxPids() + ioCeiling(max.io()) + ")");
             }
         }
         if (r.vcpus() > cpus) {
@@ -100,6 +104,23 @@ final class DriverSelector {
                     + memoryMiB + " MiB)");
         }
         return r;
+    }
+
+    /** The first I/O limit above its ceiling (a ceiling of 0 is none; asking for 0, no limit, is above any ceiling). */
+    private static String ioOver(IoLimits r, IoLimits max) {
+        for (String n : IoLimits.NAMES) {
+            long c = max.value(n), v = r.value(n);
+            if (c > 0 && (v == 0 || v > c)) {
+                return n + " " + (v == 0 ? "0 (no limit)" : v) + " is above the ceiling of " + c + " " + IoLimits.unit(n);
+            }
+        }
+        return null;
+    }
+
+    private static String ioCeiling(IoLimits max) {
+        StringBuilder s = new StringBuilder();
+        for (String n : IoLimits.NAMES) if (max.value(n) > 0) s.append(", ").append(n).append(' ').append(max.value(n));
+        return s.toString();
     }
 
     /** MemTotal of this machine in MiB, or 0 if unknown. */
@@ -120,6 +141,13 @@ final class DriverSelector {
         if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");
         if (r.diskMiB() < 64 || r.diskMiB() > 262144) throw new EngineException(Kind.INVALID_ARGUMENT, "disk_mib " + r.diskMiB() + " is outside 64..262144");
         if (r.maxPids() < 16 || r.maxPids() > 65536) throw new EngineException(Kind.INVALID_ARGUMENT, "max_pids " + r.maxPids() + " is outside 16..65536");
+        for (String n : IoLimits.NAMES) {
+            long v = r.io().value(n), min = n.endsWith("_bps") ? 65_536 : 8;
+            // a tiny limit would leave the workspace unusable (its agent reads and writes the same disk); 0 is no limit
+            if (v != 0 && (v < min || v > 1L << 40)) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, n + " " + v + " is outside " + min + ".." + (1L << 40) + " " + IoLimits.unit(n) + " (0: no limit)");
+            }
+        }
         return r;
     }
 }

@@ -122,6 +122,65 @@ public abstract class AbstractEscapeTest {
         assertEquals(LIMITS.diskMiB(), limit("disk").value());
     }
 
+    // ---------------------------------------------------------------- disk I/O limits
+
+    /** 1 MiB/s read and write: an 8 MiB transfer held to it takes 8 s; more than 4 s is asserted. */
+    protected static final dev.berth.engine.spi.IoLimits IO = new dev.berth.engine.spi.IoLimits(1 << 20, 1 << 20, 0, 0);
+
+    /**
+     * A workspace with {@link #IO}: its report names every I/O direction (the two asked for with their mechanism or
+     * why not, the two not asked for as such); a direct write and a direct read (O_DIRECT: past the page cache, so
+     * what reaches the disk is what dd moved) are held to 1 MiB/s where the report says they are. A buffered write is
+     * measured and printed, not asserted: it is the case cgroup v1 cannot throttle.
+     */
+    @Test
+    void io_directWriteAndRead_heldToTheLimit_asReported() throws Exception {
+        WorkspaceInfo io = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null,
+                new Resources(1, 256, 64, 64, IO))).workspace();
+        try {
+            Map<String, Limit> l = new java.util.LinkedHashMap<>();
+            for (Limit x : io.limits()) l.put(x.name(), x);
+            assertEquals(Limit.NAMES, List.copyOf(l.keySet()));
+            for (String n : List.of("io_read_bps", "io_write_bps")) assertEquals(1 << 20, l.get(n).value(), n);
+            for (String n : List.of("io_read_iops", "io_write_iops")) {
+                assertFalse(l.get(n).enforced(), n);
+                assertEquals(Limit.IO_NOT_ASKED, l.get(n).how());
+            }
+            Limit write = l.get("io_write_bps"), read = l.get("io_read_bps");
+            double directWrite = dd(io.id(), "dd if=/dev/zero of=/workspace/io.bin bs=1M count=8 oflag=direct");
+            double directRead = dd(io.id(), "dd if=/workspace/io.bin of=/dev/null bs=1M iflag=direct");
+            double buffered = dd(io.id(), "dd if=/dev/zero of=/workspace/buffered.bin bs=1M count=8");
+            double fsynced = dd(io.id(), "dd if=/dev/zero of=/workspace/fsynced.bin bs=1M count=8 conv=fsync");
+            System.out.printf("[io] %s, 1 MiB/s asked, 8 MiB moved: direct write %.2f s, direct read %.2f s, buffered write %.2f s,"
+                    + " buffered write + fsync %.2f s%n[io]   write: %s: %s%n[io]   read: %s: %s%n", info.isolation(), directWrite,
+                    directRead, buffered, fsynced,
+                    write.enforced() ? "enforced" : "NOT enforced", write.how(), read.enforced() ? "enforced" : "NOT enforced", read.how());
+            // a direction reported enforced holds; so does each part of a limit that the report says holds
+            if (write.enforced() || write.how().contains("direct writes (O_DIRECT)")) {
+                assertTrue(directWrite > 4, "direct write of 8 MiB at 1 MiB/s took " + directWrite + " s: " + write.how());
+            }
+            if (write.enforced() || write.how().contains("fsync")) {
+                assertTrue(fsynced > 4, "buffered write + fsync of 8 MiB at 1 MiB/s took " + fsynced + " s: " + write.how());
+            }
+            if (read.enforced()) assertTrue(directRead > 4, "direct read of 8 MiB at 1 MiB/s took " + directRead + " s: " + read.how());
+        } finally {
+            engine.closeWorkspace(Tenant.LOCAL, io.id(), true);
+        }
+    }
+
+    /**
+     * Runs a dd and returns the seconds it took inside the sandbox (timed there with /proc/uptime, so the run's own
+     * overhead is not counted: the guest's busybox dd prints no timing).
+     */
+    private double dd(String workspace, String cmd) throws EngineException {
+        RunResult r = run(workspace, "s=$(cut -d' ' -f1 /proc/uptime); " + cmd + " 2>&1 || exit 1; e=$(cut -d' ' -f1 /proc/uptime);"
+                + " echo \"took $s $e\"", 180);
+        assertEquals(0, r.exitCode(), cmd + ": " + r);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("took ([0-9.]+) ([0-9.]+)").matcher(r.stdout());
+        assertTrue(m.find(), cmd + ": " + r.stdout());
+        return Double.parseDouble(m.group(2)) - Double.parseDouble(m.group(1));
+    }
+
     // ---------------------------------------------------------------- the agent
 
     /**
@@ -325,31 +384,82 @@ public abstract class AbstractEscapeTest {
         assertEquals(0, sh("rm /workspace/fill && echo ok > /workspace/after-fill").exitCode(), "the workspace recovers");
     }
 
+    /**
+     * Four workspaces attack at once, one attack each: a fork bomb, a memory balloon (dd with a 600 MiB buffer against
+     * 256 MiB: the microVM's busybox image has no python), a disk fill past the quota, and a CPU spin (2 loops on 1
+     * vCPU). Meanwhile a quiet neighbour workspace runs
+     * {@code true} over and over and the server lists its workspaces: both must keep answering. The neighbour's
+     * latency before and during the attack is printed side by side; only a generous bound (60 s a call) is asserted,
+     * since this machine is shared. Attacks that take their own sandbox down (gVisor's Sentry under a fork bomb or a
+     * balloon) count as contained: that sandbox is the attacker's.
+     */
     @Test
-    void cpuSpin_inSeveralWorkspaces_othersStayResponsive() throws Exception {
-        List<String> spinners = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            spinners.add(engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id());
+    void exhaustion_inSeveralWorkspacesAtOnce_neighbourAndServerStayResponsive() throws Exception {
+        Map<String, String> attacks = new java.util.LinkedHashMap<>();
+        attacks.put("fork bomb", "bomb() { bomb | bomb & }; bomb; sleep 8");
+        attacks.put("memory balloon", "for i in 1 2 3; do dd if=/dev/zero of=/dev/null bs=600M count=1 2>/dev/null; echo \"balloon exit $?\"; done");
+        attacks.put("disk fill", "dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; sync; rm -f /workspace/fill");
+        attacks.put("cpu spin", "timeout 8 sh -c 'while :; do :; done & while :; do :; done'");
+        List<String> attackers = new ArrayList<>();
+        for (int i = 0; i < attacks.size(); i++) {
+            attackers.add(engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, LIMITS)).workspace().id());
         }
         ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
         try {
-            List<Future<RunResult>> spins = new ArrayList<>();
-            for (String s : spinners) spins.add(pool.submit(() -> run(s, "timeout 6 sh -c 'while :; do :; done & while :; do :; done'", 20)));
-            // latency of a trivial run in a quiet workspace while the others spin
-            List<Long> ms = new ArrayList<>();
-            for (int i = 0; i < 10; i++) {
-                long t0 = System.nanoTime();
-                assertEquals(0, run(ws, "true", 10).exitCode());
-                ms.add((System.nanoTime() - t0) / 1_000_000);
+            List<Long> before = new ArrayList<>();
+            for (int i = 0; i < 5; i++) before.add(timedTrue());
+            List<Future<String>> running = new ArrayList<>();
+            int i = 0;
+            for (var a : attacks.entrySet()) {
+                String attacker = attackers.get(i++);
+                running.add(pool.submit(() -> {
+                    try {
+                        RunResult r = run(attacker, a.getValue(), 60);
+                        String out = r.stdout().strip().replaceAll("\\s+", " ");
+                        return a.getKey() + ": " + (r.timedOut() ? "timed out" : "exit " + r.exitCode())
+                                + (out.isEmpty() ? "" : " (" + (out.length() > 90 ? "..." + out.substring(out.length() - 90) : out) + ")");
+                    } catch (EngineException e) {
+                        return a.getKey() + ": its sandbox died (" + e.getMessage().lines().findFirst().orElse("") + ")";
+                    }
+                }));
             }
-            for (Future<RunResult> f : spins) f.get();
-            ms.sort(null);
-            System.out.printf("[%s] run(true) while 3 workspaces spin 2 loops each: p50 %d ms, max %d ms (cpu limit: %s)%n",
-                    info.isolation(), ms.get(ms.size() / 2), ms.get(ms.size() - 1), limit("cpu"));
+            List<Long> during = new ArrayList<>();
+            List<Long> listing = new ArrayList<>();
+            while (during.size() < 3 || running.stream().anyMatch(f -> !f.isDone())) {
+                during.add(timedTrue());
+                long t0 = System.nanoTime();
+                assertFalse(engine.list(Tenant.LOCAL).isEmpty());
+                listing.add((System.nanoTime() - t0) / 1_000_000);
+            }
+            List<String> outcomes = new ArrayList<>();
+            for (Future<String> f : running) outcomes.add(f.get());
+            System.out.printf("[%s] exhaustion (%s at once, each in its own workspace): neighbour's run(true) before p50 %d ms max %d ms"
+                            + " (%d runs); during p50 %d ms max %d ms (%d runs); server's list during max %d ms%n[%s]   %s%n",
+                    info.isolation(), String.join(" + ", attacks.keySet()), p50(before), max(before), before.size(), p50(during),
+                    max(during), during.size(), max(listing), info.isolation(), String.join("; ", outcomes));
+            assertEquals("neighbour-data\n", run(other, "cat /workspace/private.txt", 60).stdout(), "the neighbour's files are intact");
         } finally {
             pool.shutdownNow();
-            for (String s : spinners) engine.closeWorkspace(Tenant.LOCAL, s, true);
+            for (String s : attackers) engine.closeWorkspace(Tenant.LOCAL, s, true);
         }
+    }
+
+    /** One {@code run("true")} in the quiet neighbour, in ms; it must answer within 60 s. */
+    private long timedTrue() throws EngineException {
+        long t0 = System.nanoTime();
+        RunResult r = run(other, "true", 60);
+        assertEquals(0, r.exitCode(), "the neighbour did not answer: " + r);
+        return (System.nanoTime() - t0) / 1_000_000;
+    }
+
+    private static long p50(List<Long> ms) {
+        List<Long> s = new ArrayList<>(ms);
+        s.sort(null);
+        return s.get(s.size() / 2);
+    }
+
+    private static long max(List<Long> ms) {
+        return ms.stream().mapToLong(Long::longValue).max().orElse(0);
     }
 
     protected static int serverProcesses() {

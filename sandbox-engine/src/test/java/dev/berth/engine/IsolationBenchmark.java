@@ -18,7 +18,8 @@ import java.util.function.Supplier;
  * {@code run("true")}, park, resume (the first run after park), and the host memory an idle workspace costs (RSS of
  * its sandbox's host processes: bwrap and the agent; runsc, Sentry and gofer; QEMU). The microVM runs jailed and,
  * for comparison, unjailed ({@code -Dberth.microvm.unsafeNoJail=true}) and with its runs unconfined in the guest
- * ({@code -Dberth.microvm.unsafeUnconfinedRuns=true}: the cost of confined runs). Medians of {@code n} workspaces;
+ * ({@code -Dberth.microvm.unsafeUnconfinedRuns=true}: the cost of confined runs); the namespace level also with
+ * unconfined runs ({@code -Dberth.namespace.unsafeUnconfinedRuns=true}). Medians of {@code n} workspaces;
  * needs root.
  *
  * <pre>
@@ -36,7 +37,16 @@ public final class IsolationBenchmark {
         java.util.Set<String> only = args.length > 2 ? java.util.Set.of(args[2].split(",")) : java.util.Set.of("namespace", "gvisor", "microvm");
         Path cache = Path.of(System.getProperty("berth.images.cache", "sandbox-engine/target/berth-images")).toAbsolutePath();
         List<Row> rows = new ArrayList<>();
-        if (only.contains("namespace")) rows.add(measure("namespace", NamespaceDriver::new, n, runs));
+        if (only.contains("namespace")) {
+            rows.add(measure("namespace", NamespaceDriver::new, n, runs));
+            // runs confined below the agent (the default) against the agent running them itself
+            System.setProperty("berth.namespace.unsafeUnconfinedRuns", "true");
+            try {
+                rows.add(measure("namespace (unconfined runs)", NamespaceDriver::new, n, runs));
+            } finally {
+                System.clearProperty("berth.namespace.unsafeUnconfinedRuns");
+            }
+        }
         if (only.contains("gvisor")) rows.add(measure("gvisor", GvisorDriver::new, n, runs));
         Supplier<IsolationDriver> vm = () -> new MicrovmDriver(new ImageBuilder(cache, ImageBuilder.defaultScriptsDir()), MicrovmDriver.ImageKind.TEST);
         if (only.contains("microvm")) {

@@ -171,7 +171,10 @@ final class GvisorSandbox implements Sandbox {
         out.add(layout.usesImage()
                 ? Limit.enforced("disk", layout.diskMiB(), "MiB", "a size-limited ext4 image (loop mount) served by the gofer; writes beyond it get ENOSPC")
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", "Berth is not root: no loop mount"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(layout.usesImage()
+                ? GvisorDriver.gvisorIo(dev.berth.engine.host.BlockIoLimits.report(CGROUP.resolve("blkio").resolve(g), true,
+                        dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()), resources.io()))
+                : Limit.ioNotEnforced(resources.io(), "Berth is not root: no loop mount, no block device of the workspace's own to throttle"));
         return out;
     }
 

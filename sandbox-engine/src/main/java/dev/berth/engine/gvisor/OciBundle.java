@@ -84,10 +84,13 @@ final class OciBundle {
         linux.put("namespaces", List.of(Map.of("type", "pid"), Map.of("type", "network"), Map.of("type", "ipc"),
                 Map.of("type", "uts"), Map.of("type", "mount")));
         linux.put("cgroupsPath", "/berth-gvisor/" + cgroup);
-        linux.put("resources", Map.of(
+        Map<String, Object> resources = new LinkedHashMap<>(Map.of(
                 "memory", Map.of("limit", (long) (r.memoryMiB() + OVERHEAD_MIB) << 20),
                 "cpu", Map.of("quota", r.vcpus() * 100_000L, "period", 100_000L),
                 "pids", Map.of("limit", r.maxPids() + OVERHEAD_TASKS)));
+        String ioDevice = image ? dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()) : null;
+        if (ioDevice != null && r.io().any()) resources.put("blockIO", blockIo(ioDevice, r.io()));
+        linux.put("resources", resources);
 
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("ociVersion", "1.0.2");
@@ -98,6 +101,20 @@ final class OciBundle {
         spec.put("linux", linux);
         Files.writeString(bundle.resolve("config.json"), JSON.writeValueAsString(spec));
         return bundle;
+    }
+
+    /** OCI {@code blockIO} throttles on the device behind the workspace's disk image; runsc writes them to its blkio group. */
+    private static Map<String, Object> blockIo(String device, dev.berth.engine.spi.IoLimits io) {
+        String[] mm = device.split(":");
+        Map<String, Object> out = new LinkedHashMap<>();
+        Map<String, String> keys = Map.of("io_read_bps", "throttleReadBpsDevice", "io_write_bps", "throttleWriteBpsDevice",
+                "io_read_iops", "throttleReadIOPSDevice", "io_write_iops", "throttleWriteIOPSDevice");
+        for (String n : dev.berth.engine.spi.IoLimits.NAMES) {
+            if (io.value(n) > 0) {
+                out.put(keys.get(n), List.of(Map.of("major", Long.parseLong(mm[0]), "minor", Long.parseLong(mm[1]), "rate", io.value(n))));
+            }
+        }
+        return out;
     }
 
     private static Map<String, Object> mount(String dest, String type, String source, List<String> options) {

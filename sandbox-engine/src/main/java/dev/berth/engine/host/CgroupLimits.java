@@ -16,20 +16,19 @@ import java.util.List;
  *
  * @param groups  the cgroup directories a sandbox process must join
  * @param freezer the group whose freezer stops every process of the workspace, or null
- * @param limits  cpu, memory and pids as set up (disk and io are the driver's business)
+ * @param limits  cpu, memory and pids as set up (disk is the driver's business)
+ * @param io      the four I/O limits as set up on the block device behind the workspace's layer ({@link BlockIoLimits})
  */
-public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) {
+public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits, List<Limit> io) {
     private static final Path ROOT = Path.of("/sys/fs/cgroup");
 
-    /** Berth sets no I/O bandwidth limit on any level yet; disk space is bounded by the disk limit. */
-    public static final Limit IO_NOT_ENFORCED = Limit.notEnforced("io", 0, "MiB/s",
-            "no I/O bandwidth limit is set (cgroup v1 blkio cannot throttle buffered writes); disk space is bounded by the disk limit");
     private static final long PERIOD_US = 100_000;
 
     /** No cgroups at all (Berth is not root, or the host offers none). */
     public static CgroupLimits none(Resources r, String why) {
         return new CgroupLimits(List.of(), null, List.of(Limit.notEnforced("cpu", r.vcpus(), "vcpus", why),
-                Limit.notEnforced("memory", r.memoryMiB(), "MiB", why), Limit.notEnforced("pids", r.maxPids(), "processes", why)));
+                Limit.notEnforced("memory", r.memoryMiB(), "MiB", why), Limit.notEnforced("pids", r.maxPids(), "processes", why)),
+                Limit.ioNotEnforced(r.io(), why));
     }
 
     /** Which cgroup layout the host has, for {@code berth doctor} and for the limits a workspace would get. */
@@ -39,9 +38,14 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) 
         return "none";
     }
 
-    /** Creates the groups and writes the limits; returns which paths a process must join and what holds. */
-    public static CgroupLimits create(String workspaceId, Resources r) {
+    /**
+     * Creates the groups and writes the limits; returns which paths a process must join and what holds. The I/O
+     * limits go on {@code ioDevice} ({@code major:minor} of the block device behind the workspace's layer,
+     * {@link BlockIoLimits#deviceOf}; null: none, I/O limits reported as not enforced).
+     */
+    public static CgroupLimits create(String workspaceId, Resources r, String ioDevice) {
         List<Path> groups = new ArrayList<>();
+        List<Limit> io;
         List<Limit> limits = new ArrayList<>();
         Path freezer = null;
         long memBytes = (long) r.memoryMiB() << 20;
@@ -71,6 +75,13 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) 
                 } else {
                     limits.add(Limit.notEnforced("pids", r.maxPids(), "processes", "the cgroup v1 pids controller is not writable here"));
                 }
+                Path blkio = ROOT.resolve("blkio/berth").resolve(workspaceId);
+                if (Files.isDirectory(ROOT.resolve("blkio")) && mkdirs(blkio)) {
+                    groups.add(blkio);
+                    io = BlockIoLimits.apply(blkio, true, ioDevice, r.io());
+                } else {
+                    io = Limit.ioNotEnforced(r.io(), "the cgroup v1 blkio controller is not writable here");
+                }
                 if (Files.isDirectory(ROOT.resolve("freezer")) && mkdirs(frz)) {
                     groups.add(frz);
                     freezer = frz;
@@ -89,12 +100,13 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) 
                     groups.add(g);
                     freezer = g;
                 }
+                io = Files.isDirectory(g) ? BlockIoLimits.apply(g, false, ioDevice, r.io()) : Limit.ioNotEnforced(r.io(), no);
             }
             default -> {
                 return none(r, "no cgroup hierarchy is mounted at " + ROOT);
             }
         }
-        return new CgroupLimits(groups, freezer, limits);
+        return new CgroupLimits(groups, freezer, limits, io);
     }
 
     /** Freezes (true) or thaws (false) every process of the workspace. Returns false where no freezer is available. */
@@ -141,7 +153,7 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits) 
      * again by the next start-up's clean-up.
      */
     public static void removeFor(String workspaceId) {
-        for (String c : List.of("cpu/berth", "memory/berth", "pids/berth", "freezer/berth", "berth")) {
+        for (String c : List.of("cpu/berth", "memory/berth", "pids/berth", "blkio/berth", "freezer/berth", "berth")) {
             Path g = ROOT.resolve(c).resolve(workspaceId);
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (Files.isDirectory(g)) {

@@ -109,11 +109,14 @@ public final class MicrovmDriver implements IsolationDriver {
     @Override
     public List<dev.berth.engine.spi.Limit> limits(dev.berth.engine.spi.Resources r) {
         String how = VmmJail.enabled() ? "its QEMU is jailed in cgroup v1 cpu/memory/pids groups" : "its QEMU is not jailed (Berth is not root)";
-        return List.of(dev.berth.engine.spi.Limit.enforced("cpu", r.vcpus(), "vcpus", "the guest's vCPUs; " + how),
+        List<dev.berth.engine.spi.Limit> out = new java.util.ArrayList<>(List.of(
+                dev.berth.engine.spi.Limit.enforced("cpu", r.vcpus(), "vcpus", "the guest's vCPUs; " + how),
                 dev.berth.engine.spi.Limit.enforced("memory", r.memoryMiB(), "MiB", "guest RAM; " + how),
                 dev.berth.engine.spi.Limit.enforced("pids", r.maxPids(), "processes", "runs' cgroup v2 pids.max inside the guest (the agent outside it); " + how),
-                dev.berth.engine.spi.Limit.enforced("disk", r.diskMiB(), "MiB", "the guest's data disk (qcow2) has this size"),
-                dev.berth.engine.spi.Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
+                dev.berth.engine.spi.Limit.enforced("disk", r.diskMiB(), "MiB", "the guest's data disk (qcow2) has this size")));
+        out.addAll(dev.berth.engine.spi.Limit.io(r.io(), n -> dev.berth.engine.spi.Limit.enforced(n, r.io().value(n),
+                dev.berth.engine.spi.IoLimits.unit(n), "QEMU block throttling on the guest's disks (whatever the host's cgroups allow)")));
+        return List.copyOf(out);
     }
 
     Accel accel() {
@@ -384,6 +387,7 @@ public final class MicrovmDriver implements IsolationDriver {
     private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked) throws IOException {
         AgentClient agent;
         GuestRunLimits runLimits;
+        List<dev.berth.engine.spi.Limit> io;
         try {
             agent = connectAgent(m, AGENT_TIMEOUT);
             if (restored) agent.setClock(Instant.now());
@@ -400,11 +404,12 @@ public final class MicrovmDriver implements IsolationDriver {
                 }
             }
             runLimits = GuestRunLimits.apply(agent, req.resources().maxPids());
+            io = DiskThrottle.apply(m, req.resources().io());
         } catch (IOException | RuntimeException e) {
             m.kill();
             throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
         }
-        return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent, runLimits);
+        return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent, runLimits, io);
     }
 
     /**
@@ -533,7 +538,7 @@ public final class MicrovmDriver implements IsolationDriver {
             if (!status.equals("running")) m.cont(); // stopped for a snapshot when the server died
             AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
             return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent,
-                    GuestRunLimits.readBack(agent, null)));
+                    GuestRunLimits.readBack(agent, null), DiskThrottle.apply(m, req.resources().io())));
         } catch (IOException | RuntimeException e) {
             if (m != null) m.kill();
             cleanupRuntime(req.runtimeDir());

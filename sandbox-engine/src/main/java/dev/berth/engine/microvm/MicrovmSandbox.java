@@ -19,11 +19,13 @@ final class MicrovmSandbox implements Sandbox {
     private final QemuMachine machine;
     private final AgentClient agent;
     private final GuestRunLimits runLimits;
+    private final List<dev.berth.engine.spi.Limit> io;
     private volatile boolean stopped;
 
     MicrovmSandbox(String workspaceId, Path stateDir, Path runtimeDir, VmSpec spec, QemuMachine machine, AgentClient agent,
-                   GuestRunLimits runLimits) {
+                   GuestRunLimits runLimits, List<dev.berth.engine.spi.Limit> io) {
         this.runLimits = runLimits;
+        this.io = io;
         this.workspaceId = workspaceId;
         this.stateDir = stateDir;
         this.runtimeDir = runtimeDir;
@@ -174,7 +176,7 @@ final class MicrovmSandbox implements Sandbox {
     @Override
     public List<dev.berth.engine.spi.Limit> limits() {
         if (diskMiB < 0) diskMiB = diskMiB();
-        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, runLimits);
+        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, runLimits, io);
     }
 
     private volatile int diskMiB = -1;

@@ -167,7 +167,7 @@ final class VmmJail {
     static long cpuQuotaUs(VmSpec spec) { return (spec.vcpus() + 1) * 100_000L; }
 
     /** The limits as set up for the QEMU of {@code id} (read back from the cgroup files), plus disk and io. */
-    static List<Limit> limits(String id, VmSpec spec, int diskMiB, GuestRunLimits runs) {
+    static List<Limit> limits(String id, VmSpec spec, int diskMiB, GuestRunLimits runs, List<Limit> io) {
         List<Limit> out = new ArrayList<>();
         boolean jailed = enabled();
         String cpu = read(CGROUP.resolve("cpu/berth-vmm").resolve(id).resolve("cpu.cfs_quota_us"));
@@ -192,7 +192,7 @@ final class VmmJail {
                 : Limit.notEnforced("pids", 0, "processes", "no pids limit inside the guest: "
                         + (runs.problem() != null ? runs.problem() : "the runs' group has none") + "; " + host));
         out.add(Limit.enforced("disk", diskMiB, "MiB", "the guest's data disk (qcow2) has this size"));
-        out.add(Limit.notEnforced("io", 0, "MiB/s", "no I/O bandwidth limit is set on QEMU"));
+        out.addAll(io);
         return out;
     }
 

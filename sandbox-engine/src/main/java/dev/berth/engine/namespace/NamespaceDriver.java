@@ -66,10 +66,17 @@ public final class NamespaceDriver implements IsolationDriver {
                 + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : ""));
     }
 
+    /**
+     * Benchmarks only ({@code -Dberth.namespace.unsafeUnconfinedRuns=true}): commands run as the agent's children,
+     * not confined below it (no own pid/mount namespace, no seccomp filter; the agent itself has no capabilities then).
+     */
+    static boolean unsafeUnconfinedRuns() { return Boolean.getBoolean("berth.namespace.unsafeUnconfinedRuns"); }
+
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities(NAME,
-                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities",
+                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities"
+                        + (unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
                 false, false, false, "none");
     }
 
@@ -129,7 +136,8 @@ public final class NamespaceDriver implements IsolationDriver {
         List<Limit> out = new ArrayList<>(root ? CgroupLimits.predict(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
         out.add(root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
                 : Limit.notEnforced("disk", r.diskMiB(), "MiB", "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(root ? dev.berth.engine.host.BlockIoLimits.predict(r.io())
+                : Limit.ioNotEnforced(r.io(), "Berth is not root: it cannot create cgroups, and the layer is a plain directory"));
         return out;
     }
 

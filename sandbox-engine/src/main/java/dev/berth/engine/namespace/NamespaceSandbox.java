@@ -52,14 +52,15 @@ final class NamespaceSandbox implements Sandbox {
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", HostIdentity.isRoot()
                         ? "this workspace was created before disk images: its layer is a plain directory"
                         : "Berth is not root: no loop mount, the layer is a plain directory"));
-        out.add(CgroupLimits.IO_NOT_ENFORCED);
+        out.addAll(limits.io());
         return out;
     }
 
     static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req)
             throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
-        CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources())
+        CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources(),
+                layout.usesImage() ? dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()) : null)
                 : CgroupLimits.none(req.resources(), "Berth is not root: it cannot create cgroups");
         Process p = null;
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
@@ -143,7 +144,9 @@ final class NamespaceSandbox implements Sandbox {
         // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
         // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
         // pid and mount namespace with a fresh /proc, SETPCAP to empty the run's bounding set.
-        c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
+        // benchmarks only (-Dberth.namespace.unsafeUnconfinedRuns=true): the agent runs commands itself, with no
+        // capabilities at all, to measure what confinement costs (IsolationBenchmark)
+        if (!NamespaceDriver.unsafeUnconfinedRuns()) c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
         Path s = layout.layer();
         boolean image = layout.usesImage();
         if (req.image() != null) {
@@ -175,7 +178,8 @@ final class NamespaceSandbox implements Sandbox {
         c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
         c.addAll(List.of("--disable-userns", "--"));
-        c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock", "--isolate-runs"));
+        c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
+        if (!NamespaceDriver.unsafeUnconfinedRuns()) c.add("--isolate-runs");
         if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
         return c;
     }
