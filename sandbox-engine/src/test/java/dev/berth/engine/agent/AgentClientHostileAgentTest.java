@@ -59,7 +59,9 @@ class AgentClientHostileAgentTest {
         });
         Frame hello = fake.read();
         assertEquals(Protocol.HELLO, hello.type());
-        fake.write(Protocol.HELLO, 0, new PayloadWriter().u16(version).u32(0xf).str("fake").toBytes());
+        PayloadWriter w = new PayloadWriter().u16(version).u32(version >= 3 ? 0xf | Protocol.CAP_ATTACH : 0xf).str("fake");
+        if (version >= 3) w.str("0badcafe"); // version 3 on: the session tag
+        fake.write(Protocol.HELLO, 0, w.toBytes());
         try {
             return c.get(5, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
@@ -95,9 +97,20 @@ class AgentClientHostileAgentTest {
 
     @Test
     void handshake_versionMismatch_failsAndCloses() {
-        AgentException e = assertThrows(AgentException.class, () -> handshake(3));
-        assertTrue(e.getMessage().contains("agent speaks protocol version 3, this host speaks 2 (and 1)"), e.getMessage());
+        AgentException e = assertThrows(AgentException.class, () -> handshake(4));
+        assertTrue(e.getMessage().contains("agent speaks protocol version 4, this host speaks 3 (and 2, 1)"), e.getMessage());
     }
+
+    @Test
+    void handshake_version2Agent_spokenWithoutRunNamesOrAttach() throws Exception {
+        AgentClient client = handshake(2);
+        assertTrue(client.isOpen());
+        assertTrue(!client.supportsAttach(), "a version-2 agent has no session tag: runs cannot be re-attached");
+        AgentException e = assertThrows(AgentException.class, () -> client.attach("0badcafe-1", new AgentHarness.Output()));
+        assertEquals(95, e.errno());
+        client.close();
+    }
+
 
     @Test
     void frame_oversizedLen_failsPendingCallsAndClosesBeforeAllocating() throws Exception {
