@@ -197,6 +197,7 @@ final class WorkspaceLifecycle {
         try {
             ws.sandbox = starter.start(ws.driver, startRequest(ws, new StartRequest.Resume()));
             connect(ws);
+            ProcessHandover.reattachAll(ws); // background processes frozen with its memory go on under the same ids
             evidence.lifecycle(ws, "resume", java.util.Map.of(), t0); // before it counts as running, as for open
             ws.move(Step.RESUMED);
             ws.lastUsedAt = Instant.now();
@@ -248,9 +249,11 @@ final class WorkspaceLifecycle {
     ParkResult parkLocked(Workspace ws) throws EngineException {
         long t0 = System.nanoTime();
         ws.move(Step.PARK);
+        // a driver that keeps memory keeps the processes: their handles are re-attached on resume
+        if (ws.driver.capabilities().parkKeepsMemory()) ProcessHandover.suspendAll(ws);
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
-            ws.forgetProcesses();
+            if (!out.memoryKept()) ws.forgetProcesses();
             ws.sandbox = null;
             ws.move(Step.PARKED);
             store.save(ws);
@@ -264,6 +267,7 @@ final class WorkspaceLifecycle {
         } catch (SandboxStillRunningException e) {
             evidence.failed("park", ws.driver.name(), t0);
             ws.move(Step.PARK_FAILED);
+            ProcessHandover.reattachAll(ws); // still running: its processes are tracked as before
             throw new EngineException(Kind.UNAVAILABLE, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
                     + ". Free disk space on the server (or ask the operator) and park again", e);
         } catch (SandboxException | IOException e) {
