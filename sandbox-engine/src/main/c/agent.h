@@ -115,6 +115,8 @@ struct pollfd;
 void exec_init(void);
 int exec_handle(uint8_t type, uint32_t chan, struct rd *r); /* 0 ok, -1 protocol error (already reported) */
 int exec_chan_busy(uint32_t chan);
+/* a queued STDOUT/STDERR frame the ending session never sent: back into its run's kept output */
+void exec_salvage(uint8_t type, uint32_t chan, const unsigned char *data, size_t n);
 void exec_detach_all(void);                      /* session ended: forget channels, keep processes and their output */
 int exec_poll_fill(struct pollfd *pfd, int max, int backpressure); /* returns number of pollfds used */
 void exec_poll_handle(struct pollfd *pfd, int n);

@@ -129,6 +129,17 @@ static void new_session_tag(void) {
 static void end_session(void) {
     if (g_session_active) logmsg("session %s ended", g_session_tag);
     g_session_active = 0;
+    /* run output queued and never sent (e.g. a restored microVM wrote before the host's new HELLO) is not lost: it
+     * goes back to its run, kept for an ATTACH, before the runs are detached */
+    size_t off = g_outq.head + g_cur_left, end = g_outq.head + g_outq.len;
+    while (end - off >= HDR_LEN) {
+        const unsigned char *h = g_outq.data + off;
+        size_t len = ((size_t)h[0] << 24) | ((size_t)h[1] << 16) | ((size_t)h[2] << 8) | h[3];
+        if (len < 5 || end - off < 4 + len) break;
+        uint32_t chan = ((uint32_t)h[5] << 24) | ((uint32_t)h[6] << 16) | ((uint32_t)h[7] << 8) | h[8];
+        if ((h[4] == T_STDOUT || h[4] == T_STDERR) && !(chan & 0x80000000u)) exec_salvage(h[4], chan, h + HDR_LEN, len - 5);
+        off += 4 + len;
+    }
     exec_detach_all();
     tunnel_reset_all();
     ports_reset_all();

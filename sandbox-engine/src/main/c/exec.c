@@ -616,6 +616,11 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
     return 0;
 }
 
+void exec_salvage(uint8_t type, uint32_t chan, const unsigned char *data, size_t n) {
+    struct proc *p = find_chan(chan);
+    if (p) keep_output(p, type, data, n);
+}
+
 void exec_detach_all(void) {
     for (struct proc *p = g_procs; p; p = p->next) {
         p->attached = 0;
