@@ -81,6 +81,7 @@ class MicrovmProcessHandleE2eTest {
 
             JsonNode park = mcp.ok("park", Map.of("workspace", "vm-bg"));
             assertTrue(park.path("memory_kept").asBoolean(), park.toString());
+            assertTrue(park.path("note").asString().contains("1 background process(es) keep their ids"), park.toString());
             JsonNode listed = mcp.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("parked", listed.path("state").asString());
 

@@ -250,7 +250,7 @@ final class WorkspaceLifecycle {
         long t0 = System.nanoTime();
         ws.move(Step.PARK);
         // a driver that keeps memory keeps the processes: their handles are re-attached on resume
-        if (ws.driver.capabilities().parkKeepsMemory()) ProcessHandover.suspendAll(ws);
+        int handed = ws.driver.capabilities().parkKeepsMemory() ? ProcessHandover.suspendAll(ws) : 0;
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
             if (!out.memoryKept()) ws.forgetProcesses();
@@ -261,6 +261,7 @@ final class WorkspaceLifecycle {
             // after the fact and never refused: the park has happened (the MCP layer recorded the call before it)
             evidence.lifecycleQuietly(ws, "park", java.util.Map.of("memory_kept", out.memoryKept(), "state_bytes", out.stateBytes()), t0);
             String note = out.memoryKept() ? "files, memory and running processes kept; the next run resumes exactly here"
+                    + (handed > 0 ? "; its " + handed + " background process(es) keep their ids and are followed again after resume" : "")
                     : "files kept; running processes were stopped (the " + ws.driver.name()
                     + " driver cannot keep memory); the next run starts the workspace again";
             return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);

@@ -171,6 +171,52 @@ class AgentClientHostileAgentTest {
     }
 
     @Test
+    void attach_answeredWithStartedInsteadOfAttached_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION);
+        CompletableFuture<ExecHandle> attach = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.attach("0badcafe-7", new AgentHarness.Output());
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        assertEquals(Protocol.ATTACH, req.type());
+        PayloadReader r = new PayloadReader(req);
+        assertEquals("0badcafe-7", r.str());
+        r.end();
+        fake.write(Protocol.STARTED, req.chan(), new PayloadWriter().u32(4242).toBytes());
+        AgentException e = failureOf(attach);
+        assertTrue(e.getMessage().contains("protocol violation"), e.getMessage());
+        assertFalse(client.isOpen());
+    }
+
+    @Test
+    void attach_attachedWithDroppedCount_thenKeptOutputAndExit_reachTheHandle() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION);
+        AgentHarness.Output out = new AgentHarness.Output();
+        CompletableFuture<ExecHandle> attach = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.attach("0badcafe-7", out);
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        fake.write(Protocol.ATTACHED, req.chan(), new PayloadWriter().u32(4242).u64(1000).toBytes());
+        fake.write(Protocol.STDOUT, req.chan(), "kept\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        fake.write(Protocol.EXIT, req.chan(), new byte[] {0, 0, 0, 3, 0, 0, 0, 0, 0});
+        ExecHandle h = attach.get(5, TimeUnit.SECONDS);
+        assertEquals(4242, h.pid());
+        assertEquals(1000, h.droppedWhileDetached());
+        assertEquals("0badcafe-7", h.run());
+        assertEquals(3, h.exit().get(5, TimeUnit.SECONDS).exitCode());
+        assertEquals("kept\n", out.stdout());
+        assertThrows(IllegalStateException.class, () -> h.writeStdin(new byte[] {1}), "an attached run's stdin is closed");
+        client.close();
+    }
+
+    @Test
     void stdoutBeforeStarted_isAProtocolViolation() throws Exception {
         AgentClient client = handshake(Protocol.VERSION);
         CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
