@@ -19,6 +19,8 @@
 #define T_STDERR 0x14
 #define T_SIGNAL 0x15
 #define T_EXIT 0x16
+#define T_ATTACH 0x17
+#define T_ATTACHED 0x18
 #define T_FILE_READ 0x20
 #define T_FILE_WRITE 0x21
 #define T_FILE_LIST 0x22
@@ -39,6 +41,7 @@
 #define CAP_GUEST_OPS 0x8u
 #define CAP_CONFINED_RUNS 0x10u
 #define CAP_PORTS 0x20u
+#define CAP_ATTACH 0x40u
 #define EXEC_STDIN 0x1u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
@@ -47,9 +50,10 @@
 #define KIND_DIR 0x64
 #define KIND_LINK 0x6c
 #define KIND_OTHER 0x6f
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3
 #define MAX_PAYLOAD 1048576u
 #define PORT_WINDOW 262144u
+#define DETACHED_KEEP 262144u
 
 #define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
 #define DRAIN_GRACE_MS 100       /* spec: EXIT at most this long after the process ended */
@@ -63,6 +67,7 @@
 #define STDIN_BUF_MAX (64u << 20)     /* per run: hard cap; a child this far behind gets its stdin closed */
 #define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel: host bytes buffered for a client that does not read */
 #define MAX_PORT_STREAMS 1024         /* inbound port streams open at once; PORT_OPEN past it answers EAGAIN */
+#define DETACHED_TOTAL (8u << 20)     /* all detached runs together: output kept for a later ATTACH */
 
 /* ---- growable byte buffer with a consumed prefix (used for the outbound queue and per-fd write buffers) ---- */
 struct buf {
@@ -110,7 +115,9 @@ struct pollfd;
 void exec_init(void);
 int exec_handle(uint8_t type, uint32_t chan, struct rd *r); /* 0 ok, -1 protocol error (already reported) */
 int exec_chan_busy(uint32_t chan);
-void exec_detach_all(void);                      /* session ended: forget channels, keep processes */
+/* a queued STDOUT/STDERR frame the ending session never sent: back into its run's kept output */
+void exec_salvage(uint8_t type, uint32_t chan, const unsigned char *data, size_t n);
+void exec_detach_all(void);                      /* session ended: forget channels, keep processes and their output */
 int exec_poll_fill(struct pollfd *pfd, int max, int backpressure); /* returns number of pollfds used */
 void exec_poll_handle(struct pollfd *pfd, int n);
 void exec_on_sigchld(void);

@@ -129,6 +129,17 @@ static void new_session_tag(void) {
 static void end_session(void) {
     if (g_session_active) logmsg("session %s ended", g_session_tag);
     g_session_active = 0;
+    /* run output queued and never sent (e.g. a restored microVM wrote before the host's new HELLO) is not lost: it
+     * goes back to its run, kept for an ATTACH, before the runs are detached */
+    size_t off = g_outq.head + g_cur_left, end = g_outq.head + g_outq.len;
+    while (end - off >= HDR_LEN) {
+        const unsigned char *h = g_outq.data + off;
+        size_t len = ((size_t)h[0] << 24) | ((size_t)h[1] << 16) | ((size_t)h[2] << 8) | h[3];
+        if (len < 5 || end - off < 4 + len) break;
+        uint32_t chan = ((uint32_t)h[5] << 24) | ((uint32_t)h[6] << 16) | ((uint32_t)h[7] << 8) | h[8];
+        if ((h[4] == T_STDOUT || h[4] == T_STDERR) && !(chan & 0x80000000u)) exec_salvage(h[4], chan, h + HDR_LEN, len - 5);
+        off += 4 + len;
+    }
     exec_detach_all();
     tunnel_reset_all();
     ports_reset_all();
@@ -213,14 +224,19 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     logmsg("session %s: host '%s' version %u caps 0x%x", g_session_tag, name, version, caps);
     free(name);
     uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
-                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS;
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH;
     const char *build = BERTH_BUILD;
-    size_t bl = strlen(build);
-    unsigned char p[10];
+    size_t bl = strlen(build), tl = strlen(g_session_tag);
+    /* u16 version, u32 caps, str name, str session (version 3) */
+    unsigned char p[10 + 128 + 4 + sizeof g_session_tag];
+    if (bl > 128) bl = 128;
     put_u16(p, PROTO_VERSION);
     put_u32(p + 2, mine);
     put_u32(p + 6, (uint32_t)bl);
-    send_frame2(T_HELLO, chan, p, sizeof p, build, bl);
+    memcpy(p + 10, build, bl);
+    put_u32(p + 10 + bl, (uint32_t)tl);
+    memcpy(p + 14 + bl, g_session_tag, tl);
+    send_frame(T_HELLO, chan, p, 14 + bl + tl);
 }
 
 static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, size_t n) {
@@ -243,7 +259,7 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
         send_frame(T_PONG, chan, payload, 8);
         return;
     }
-    case T_EXEC: case T_STDIN: case T_SIGNAL:
+    case T_EXEC: case T_STDIN: case T_SIGNAL: case T_ATTACH:
     case T_FILE_READ: case T_FILE_WRITE: case T_FILE_LIST:
     case T_SYNC: case T_CLOCK_SET: case T_RNG_SEED:
         if (chan == 0 || (chan & 0x80000000u)) {
@@ -254,7 +270,7 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
             protocol_error("frame type 0x%02x on channel %u, which is still in use by a run", type, chan);
             return;
         }
-        if (type == T_EXEC || type == T_STDIN || type == T_SIGNAL) exec_handle(type, chan, &r);
+        if (type == T_EXEC || type == T_STDIN || type == T_SIGNAL || type == T_ATTACH) exec_handle(type, chan, &r);
         else if (type >= T_FILE_READ && type <= T_FILE_LIST) files_handle(type, chan, &r);
         else guest_handle(type, chan, &r);
         return;
@@ -379,7 +395,7 @@ static void describe(void) {
     static const struct { const char *name; unsigned v; } types[] = {
         {"HELLO", T_HELLO}, {"PING", T_PING}, {"PONG", T_PONG}, {"ERROR", T_ERROR}, {"OK", T_OK},
         {"EXEC", T_EXEC}, {"STARTED", T_STARTED}, {"STDIN", T_STDIN}, {"STDOUT", T_STDOUT},
-        {"STDERR", T_STDERR}, {"SIGNAL", T_SIGNAL}, {"EXIT", T_EXIT}, {"FILE_READ", T_FILE_READ},
+        {"STDERR", T_STDERR}, {"SIGNAL", T_SIGNAL}, {"EXIT", T_EXIT}, {"ATTACH", T_ATTACH}, {"ATTACHED", T_ATTACHED}, {"FILE_READ", T_FILE_READ},
         {"FILE_WRITE", T_FILE_WRITE}, {"FILE_LIST", T_FILE_LIST}, {"SYNC", T_SYNC},
         {"CLOCK_SET", T_CLOCK_SET}, {"RNG_SEED", T_RNG_SEED}, {"TUNNEL_OPEN", T_TUNNEL_OPEN},
         {"DATA", T_DATA}, {"CLOSE", T_CLOSE}, {"RESET", T_RESET},
@@ -387,7 +403,7 @@ static void describe(void) {
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -397,6 +413,7 @@ static void describe(void) {
     printf("VERSION %d\n", PROTO_VERSION);
     printf("MAX_PAYLOAD %u\n", MAX_PAYLOAD);
     printf("PORT_WINDOW %u\n", PORT_WINDOW);
+    printf("DETACHED_KEEP %u\n", DETACHED_KEEP);
 }
 
 /* ---------------------------------------------------------------- main loop */

@@ -26,7 +26,7 @@ extern char **environ;
 struct proc {
     struct proc *next;
     uint32_t chan;
-    int attached;          /* belongs to the current session; detached runs keep running, output discarded */
+    int attached;          /* belongs to the current session; detached runs keep running, their output kept */
     pid_t pid;
     int reaped, status;
     int fd_out, fd_err, fd_in;
@@ -38,11 +38,15 @@ struct proc {
     int timed_out;
     int64_t grace_at;      /* set when reaped: EXIT at the latest then, even if a pipe is still held */
     int idx_out, idx_err, idx_in;
-    char marker[48];       /* value of BERTH_RUN */
+    char marker[48];       /* value of BERTH_RUN; also the run's name for ATTACH */
+    struct buf kept;       /* detached: output records (u8 type, u32 len, data), oldest first, for a later ATTACH */
+    uint64_t dropped;      /* detached: output bytes dropped (oldest first) to stay within the bounds */
+    int done;              /* ended while detached: pipes closed, status kept until ATTACH collects it */
 };
 
 static struct proc *g_procs;
 static int g_nprocs;
+static size_t g_kept_total; /* bytes in every run's `kept` together (bounded by DETACHED_TOTAL) */
 static char g_rbuf[OUT_CHUNK];
 
 static struct rlimit g_nofile; /* the limit we were started with; runs get it back */
@@ -88,22 +92,24 @@ static void close_stdin(struct proc *p) {
     p->in_close_pending = 0;
 }
 
-/* Sends EXIT (if the host still knows the channel) and frees the run. */
-static void finish(struct proc *p) {
-    if (p->attached) {
-        unsigned char e[9];
-        int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
-        int sig = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
-        put_u32(e, (uint32_t)code);
-        put_u32(e + 4, (uint32_t)sig);
-        e[8] = (unsigned char)(p->timed_out ? 1 : 0);
-        send_frame(T_EXIT, p->chan, e, sizeof e);
-    }
-    /* closing the read ends makes a background process that still holds them get EPIPE/SIGPIPE (spec) */
-    close_fd(&p->fd_out);
-    close_fd(&p->fd_err);
-    close_fd(&p->fd_status);
-    close_stdin(p);
+static void send_exit(struct proc *p) {
+    unsigned char e[9];
+    int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
+    int sig = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
+    put_u32(e, (uint32_t)code);
+    put_u32(e + 4, (uint32_t)sig);
+    e[8] = (unsigned char)(p->timed_out ? 1 : 0);
+    send_frame(T_EXIT, p->chan, e, sizeof e);
+}
+
+static void free_kept(struct proc *p) {
+    g_kept_total -= p->kept.len;
+    buf_free(&p->kept);
+    p->dropped = 0;
+}
+
+static void free_proc(struct proc *p) {
+    free_kept(p);
     for (struct proc **pp = &g_procs; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -114,8 +120,71 @@ static void finish(struct proc *p) {
     free(p);
 }
 
+/*
+ * The run is over: sends EXIT and frees it if a host knows its channel; a detached run keeps its status (and the
+ * output kept for it) until a host ATTACHes to collect them, or until the runs table is full (evict_done).
+ */
+static void finish(struct proc *p) {
+    /* closing the read ends makes a background process that still holds them get EPIPE/SIGPIPE (spec) */
+    close_fd(&p->fd_out);
+    close_fd(&p->fd_err);
+    close_fd(&p->fd_status);
+    close_stdin(p);
+    if (!p->attached) {
+        p->done = 1;
+        return;
+    }
+    send_exit(p);
+    free_proc(p);
+}
+
 static void maybe_finish(struct proc *p) {
-    if (p->reaped && p->fd_out < 0 && p->fd_err < 0) finish(p);
+    if (!p->done && p->reaped && p->fd_out < 0 && p->fd_err < 0) finish(p);
+}
+
+/* Frees the run that ended detached longest ago (the list is newest first); returns whether there was one. */
+static int evict_done(void) {
+    struct proc *last = NULL;
+    for (struct proc *p = g_procs; p; p = p->next)
+        if (p->done) last = p;
+    if (!last) return 0;
+    logmsg("run %s ended detached and was never attached; forgetting it (runs table full)", last->marker);
+    free_proc(last);
+    return 1;
+}
+
+/*
+ * Output of a detached run, kept for a later ATTACH: the newest DETACHED_KEEP bytes per run, DETACHED_TOTAL for all
+ * runs together. Older records are dropped first and counted in `dropped`, which ATTACHED reports.
+ */
+static void keep_output(struct proc *p, uint8_t type, const void *data, size_t n) {
+    size_t rec = 5 + n;
+    while (p->kept.len > 0 && (p->kept.len + rec > DETACHED_KEEP || g_kept_total + rec > DETACHED_TOTAL)) {
+        const unsigned char *h = p->kept.data + p->kept.head;
+        size_t len = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
+        buf_consume(&p->kept, 5 + len);
+        g_kept_total -= 5 + len;
+        p->dropped += len;
+    }
+    unsigned char hdr[5];
+    hdr[0] = type;
+    put_u32(hdr + 1, (uint32_t)n);
+    if (p->kept.len + rec > DETACHED_KEEP || g_kept_total + rec > DETACHED_TOTAL) {
+        p->dropped += n;
+        return;
+    }
+    size_t before = p->kept.len;
+    if (buf_append(&p->kept, hdr, 5) < 0 || buf_append(&p->kept, data, n) < 0) {
+        p->kept.len = before; /* no half record */
+        p->dropped += n;
+        return;
+    }
+    g_kept_total += rec;
+}
+
+static void output(struct proc *p, uint8_t type, const void *data, size_t n) {
+    if (p->attached) send_frame(type, p->chan, data, n);
+    else keep_output(p, type, data, n);
 }
 
 /* ---------------------------------------------------------------- process tree */
@@ -342,7 +411,7 @@ static void do_exec(uint32_t chan, struct rd *r) {
         send_error(chan, EINVAL, "unknown EXEC flags 0x%x", flags);
         goto out;
     }
-    if (g_nprocs >= MAX_RUNS) {
+    if (g_nprocs >= MAX_RUNS && !evict_done()) {
         send_error(chan, EAGAIN, "too many runs (%d)", g_nprocs);
         goto out;
     }
@@ -463,9 +532,55 @@ static void pump_stdin(struct proc *p) {
     if (p->fd_in >= 0 && p->in.len == 0 && p->in_close_pending) close_stdin(p);
 }
 
+/*
+ * ATTACH: a host of a later session takes over a run of an earlier one by its BERTH_RUN marker. ATTACHED carries the
+ * pid and how many output bytes were dropped while detached; the kept output follows in order, then EXIT if the run
+ * already ended, else the run streams on this channel like a fresh EXEC (stdin stays closed).
+ */
+static void do_attach(uint32_t chan, struct rd *r) {
+    char *run = NULL;
+    if (rd_cstr(r, &run) < 0 || rd_left(r) != 0) {
+        protocol_error("malformed ATTACH payload on channel %u (%zu bytes)", chan, r->len);
+        free(run);
+        return;
+    }
+    struct proc *p = NULL;
+    for (struct proc *q = g_procs; q; q = q->next)
+        if (strcmp(q->marker, run) == 0) p = q;
+    if (!p) {
+        send_error(chan, ENOENT, "no run %s in this agent (it ended and was forgotten, or the agent restarted)", run);
+    } else if (p->attached) {
+        send_error(chan, EBUSY, "run %s is attached to channel %u of this session", run, p->chan);
+    } else {
+        p->chan = chan;
+        p->attached = 1;
+        unsigned char a[12];
+        put_u32(a, (uint32_t)p->pid);
+        put_u64(a + 4, p->dropped);
+        send_frame(T_ATTACHED, chan, a, sizeof a);
+        while (p->kept.len > 0) {
+            const unsigned char *h = p->kept.data + p->kept.head;
+            size_t len = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
+            send_frame(h[0], chan, h + 5, len);
+            buf_consume(&p->kept, 5 + len);
+            g_kept_total -= 5 + len;
+        }
+        free_kept(p);
+        if (p->done) {
+            send_exit(p);
+            free_proc(p);
+        }
+    }
+    free(run);
+}
+
 int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
     if (type == T_EXEC) {
         do_exec(chan, r);
+        return 0;
+    }
+    if (type == T_ATTACH) {
+        do_attach(chan, r);
         return 0;
     }
     struct proc *p = find_chan(chan);
@@ -501,6 +616,11 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
     return 0;
 }
 
+void exec_salvage(uint8_t type, uint32_t chan, const unsigned char *data, size_t n) {
+    struct proc *p = find_chan(chan);
+    if (p) keep_output(p, type, data, n);
+}
+
 void exec_detach_all(void) {
     for (struct proc *p = g_procs; p; p = p->next) {
         p->attached = 0;
@@ -513,7 +633,7 @@ int exec_poll_fill(struct pollfd *pfd, int max, int backpressure) {
     for (struct proc *p = g_procs; p; p = p->next) {
         p->idx_out = p->idx_err = p->idx_in = -1;
         if (n + 3 > max) continue;
-        /* detached runs are always drained (and discarded) so they never block on a full pipe */
+        /* detached runs are always drained (into their bounded `kept` output) so they never block on a full pipe */
         int rd = !backpressure || !p->attached;
         if (p->fd_out >= 0 && rd) {
             p->idx_out = n;
@@ -534,7 +654,7 @@ int exec_poll_fill(struct pollfd *pfd, int max, int backpressure) {
 static void pump_out(struct proc *p, int *fd, uint8_t type) {
     ssize_t n = read(*fd, g_rbuf, sizeof g_rbuf);
     if (n > 0) {
-        if (p->attached) send_frame(type, p->chan, g_rbuf, (size_t)n);
+        output(p, type, g_rbuf, (size_t)n);
         return;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
@@ -550,12 +670,12 @@ static void drain_final(struct proc *p) {
     for (int i = 0; i < 16 && p->fd_out >= 0; i++) {
         ssize_t n = read(p->fd_out, g_rbuf, sizeof g_rbuf);
         if (n <= 0) break;
-        if (p->attached) send_frame(T_STDOUT, p->chan, g_rbuf, (size_t)n);
+        output(p, T_STDOUT, g_rbuf, (size_t)n);
     }
     for (int i = 0; i < 16 && p->fd_err >= 0; i++) {
         ssize_t n = read(p->fd_err, g_rbuf, sizeof g_rbuf);
         if (n <= 0) break;
-        if (p->attached) send_frame(T_STDERR, p->chan, g_rbuf, (size_t)n);
+        output(p, T_STDERR, g_rbuf, (size_t)n);
     }
 }
 
@@ -614,7 +734,7 @@ int64_t exec_timers(int64_t now) {
             int64_t t = p->in_progress_at + STDIN_STALL_MS;
             if (next < 0 || t < next) next = t;
         }
-        if (p->reaped) {
+        if (p->reaped && !p->done) {
             if (now >= p->grace_at) {
                 if (p->attached && g_outq.len >= OUTQ_HIGH) {
                     /* the pipes were not read while the host was slow: the grace only runs while we drain */

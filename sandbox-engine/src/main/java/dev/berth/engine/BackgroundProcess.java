@@ -9,6 +9,11 @@ import java.nio.charset.StandardCharsets;
 /**
  * A process started with run {background: true}: its output goes to two {@link OutputLog}s that readers page through
  * by offset; a server-side cursor remembers where the last read ended. Thread-safe.
+ *
+ * <p>Its handle outlives the agent connection where the driver keeps memory (a parked or taken-over microVM): the
+ * engine {@link #suspend}s it before the connection goes, and {@link #reattach}es it by its agent run name
+ * ({@link ExecHandle#run()}, protocol ATTACH) on the next one. Its id, command, run name and pid are persisted in
+ * the workspace record ({@link Store.ProcessRecord}) so a new server can do the same after a crash.
  */
 final class BackgroundProcess implements ExecListener {
     static final int LOG_CAPACITY = 1 << 20;
@@ -16,17 +21,54 @@ final class BackgroundProcess implements ExecListener {
     final String id;
     final String workspace;
     final String command;
-    final long startedNanos = System.nanoTime();
+    final java.time.Instant startedAt;
+    final long startedNanos;
+    /** The run's egress narrowing as asked for (null: the workspace policy), persisted for a re-attach after a crash. */
+    final java.util.List<String> egressRequest;
     final OutputLog out = new OutputLog(LOG_CAPACITY);
     final OutputLog err = new OutputLog(LOG_CAPACITY);
     private volatile ExecHandle handle;
     private long outCursor;
     private long errCursor;
+    /** The engine expects to re-attach it: the loss of the current connection does not end it. */
+    private volatile boolean suspended;
+    /** Output bytes the agent dropped while no host was attached, over every re-attach. */
+    private volatile long droppedWhileDetached;
+    /** Why it could not be re-attached (it is then over for the engine); null otherwise. */
+    private volatile String lostBecause;
+    /** Called with each new EXEC/ATTACH channel, before its tunnels arrive (binds the run's egress). */
+    volatile java.util.function.IntConsumer onChannel;
 
-    BackgroundProcess(String id, String workspace, String command) {
+    BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest) {
+        this(id, workspace, command, egressRequest, java.time.Instant.now(), System.nanoTime());
+    }
+
+    private BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
+                              java.time.Instant startedAt, long startedNanos) {
         this.id = id;
         this.workspace = workspace;
         this.command = command;
+        this.egressRequest = egressRequest;
+        this.startedAt = startedAt;
+        this.startedNanos = startedNanos;
+    }
+
+    /** A process a previous server started, known from the workspace record: suspended until {@link #reattach}. */
+    static BackgroundProcess restored(Store.ProcessRecord r, String workspace) {
+        java.time.Instant at = java.time.Instant.parse(r.startedAt());
+        long ago = java.time.Duration.between(at, java.time.Instant.now()).toNanos();
+        BackgroundProcess bp = new BackgroundProcess(r.id(), workspace, r.command(), r.egress(), at, System.nanoTime() - Math.max(0, ago));
+        bp.handle = new Detached(r.pid(), r.run());
+        bp.suspended = true;
+        return bp;
+    }
+
+    /** What the workspace record keeps of it, or null when it cannot be re-attached (no run name) or is over. */
+    Store.ProcessRecord record() {
+        ExecHandle h = handle;
+        if (h.run() == null || onEnd.get() == null && !(h instanceof Detached)) return null;
+        if (h.exit().isDone() && !suspended) return null;
+        return new Store.ProcessRecord(id, command, h.run(), h.pid(), startedAt.toString(), egressRequest);
     }
 
     private final java.util.concurrent.atomic.AtomicReference<Runnable> onEnd = new java.util.concurrent.atomic.AtomicReference<>();
@@ -36,7 +78,53 @@ final class BackgroundProcess implements ExecListener {
     /** Runs {@code r} once, when the process ends or is forgotten (park, close, restart), whichever comes first. */
     void onEnd(Runnable r) {
         onEnd.set(r);
-        handle.exit().whenComplete((x, e) -> ended());
+        watch(handle);
+    }
+
+    /** The end of {@code h} ends the process, unless the engine suspended it to re-attach on another connection. */
+    private void watch(ExecHandle h) {
+        h.exit().whenComplete((x, e) -> {
+            if (e == null || (!suspended && handle == h)) ended();
+        });
+    }
+
+    /** Its connection is about to go (park of a driver that keeps memory): keep it for {@link #reattach}. */
+    void suspend() { suspended = true; }
+
+    boolean suspended() { return suspended && lostBecause == null; }
+
+    /** Whether its current handle is still connected (nothing to re-attach). */
+    boolean connected() {
+        ExecHandle h = handle;
+        return !(h instanceof Detached) && !h.exit().isDone();
+    }
+
+    /** Takes it over on a new connection (ATTACH answered): output the agent kept follows on this listener. */
+    void reattach(ExecHandle h) {
+        droppedWhileDetached += h.droppedWhileDetached();
+        handle = h;
+        suspended = false;
+        watch(h);
+    }
+
+    /** It was running when the connection went but could not be re-attached: over, saying why. */
+    void lost(String why) {
+        lostBecause = why;
+        suspended = false;
+        ended();
+    }
+
+    /** Still suspended although its connection stayed (a park that did not happen): tracked as before. */
+    void resumeInPlace() {
+        suspended = false;
+        ExecHandle h = handle;
+        if (h.exit().isDone()) watch(h);
+    }
+
+    @Override
+    public void onStarted(int channel) {
+        java.util.function.IntConsumer c = onChannel;
+        if (c != null) c.accept(channel);
     }
 
     /** The process is over as far as the engine is concerned. Idempotent. */
@@ -96,7 +184,10 @@ final class BackgroundProcess implements ExecListener {
     @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = java.time.Instant.now(); }
     @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = java.time.Instant.now(); }
 
-    boolean running() { return !handle.exit().isDone(); }
+    boolean running() {
+        if (lostBecause != null) return false;
+        return suspended || !handle.exit().isDone();
+    }
 
     /** New output since the given offsets (null = where the previous read ended), then moves the cursor. */
     synchronized ProcessStatus read(Long outSince, Long errSince, int max, String note) {
@@ -104,12 +195,35 @@ final class BackgroundProcess implements ExecListener {
         OutputLog.Slice e = err.read(errSince == null ? errCursor : errSince, max);
         outCursor = o.next();
         errCursor = e.next();
-        ExecExit x = handle.exit().isDone() && !handle.exit().isCompletedExceptionally() ? handle.exit().join() : null;
+        ExecHandle h = handle;
+        boolean susp = suspended();
+        ExecExit x = !susp && h.exit().isDone() && !h.exit().isCompletedExceptionally() ? h.exit().join() : null;
         Integer code = x == null ? null : x.termSignal() != 0 ? 128 + x.termSignal() : x.exitCode();
-        boolean lost = handle.exit().isCompletedExceptionally();
-        return new ProcessStatus(id, workspace, handle.pid(), command, x == null && !lost, code, x == null ? 0 : x.termSignal(),
+        boolean lost = lostBecause != null || (!susp && h.exit().isCompletedExceptionally());
+        String said = lostBecause != null ? lostBecause
+                : lost ? "the connection to the workspace's agent was lost; output is no longer collected"
+                : susp ? "the workspace is parked: the process is frozen with it and goes on when the workspace resumes"
+                : note;
+        long d = droppedWhileDetached;
+        if (d > 0) {
+            String drop = d + " bytes of its output were dropped while no server was attached to the workspace (the agent"
+                    + " keeps the newest 256 KiB per process)";
+            said = said == null ? drop : said + "; " + drop;
+        }
+        return new ProcessStatus(id, workspace, h.pid(), command, x == null && !lost, code, x == null ? 0 : x.termSignal(),
                 x != null && x.timedOut(), new String(o.data(), StandardCharsets.UTF_8), new String(e.data(), StandardCharsets.UTF_8),
                 o.from(), o.next(), e.from(), e.next(), o.dropped(), e.dropped(), (System.nanoTime() - startedNanos) / 1_000_000,
-                lost ? "the connection to the workspace's agent was lost (parked or restarted); output is no longer collected" : note);
+                said);
+    }
+
+    /** Stand-in handle of a process known from the record and not yet re-attached. */
+    private record Detached(int pid, String run, java.util.concurrent.CompletableFuture<ExecExit> exit) implements ExecHandle {
+        Detached(int pid, String run) { this(pid, run, new java.util.concurrent.CompletableFuture<>()); }
+        @Override public int channel() { return 0; }
+        @Override public void writeStdin(byte[] data) { throw new IllegalStateException("process is not attached"); }
+        @Override public void closeStdin() { }
+        @Override public void signal(int signo) throws java.io.IOException {
+            throw new dev.berth.engine.agent.AgentException(11, "the process is not attached yet (its workspace is parked); run a command to resume it first");
+        }
     }
 }

@@ -224,7 +224,7 @@ public final class Engine implements AutoCloseable {
                             + " background processes (limit " + MAX_PROCESSES + "); stop some with run {process, signal}");
                 }
             }
-            BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command());
+            BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
             long t0 = System.nanoTime();
             evidence.runStarting(ws, bp.id, req, true);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
@@ -241,16 +241,20 @@ public final class Engine implements AutoCloseable {
                 if (e instanceof EngineException ee) evidence.runFailed(ws, bp.id, t0, ee);
                 throw e;
             }
+            bp.onChannel = ch -> ws.egress.bind(egress, ch); // its channel after a re-attach (park, take-over)
             // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
             bp.onEnd(() -> {
                 ws.egress.end(egress);
                 creds.revoke();
                 evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
                 ws.journal.ended(bp.id);
+                if (ws.lifecycle == Lifecycle.PERSISTENT && ws.state() != WorkspaceState.CLOSED) ProcessHandover.saveQuietly(store, ws);
             });
             synchronized (ws.processes) {
                 ws.processes.put(bp.id, bp);
             }
+            // a new server re-attaches it from the record after a crash
+            if (ws.lifecycle == Lifecycle.PERSISTENT) ProcessHandover.saveQuietly(store, ws);
             return bp.read(0L, 0L, 0, resumed ? "started; the workspace was parked and was resumed first" : "started");
         });
     }
@@ -268,7 +272,11 @@ public final class Engine implements AutoCloseable {
         }
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
-                    + "' (processes are forgotten when the workspace is parked or the server restarts)");
+                    + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");
+        }
+        if (bp.suspended() && ws.state() == WorkspaceState.PARKED) {
+            // frozen in a parked microVM: resume the workspace, which re-attaches it, then read on
+            withSandbox(tenant, ref, WorkspaceAction.RUN, (w, sandbox, resumed) -> null);
         }
         String note = bp.signalAndWait(signal, waitSeconds);
         ws.lastUsedAt = Instant.now();

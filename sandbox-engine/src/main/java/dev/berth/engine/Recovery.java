@@ -106,7 +106,13 @@ final class Recovery {
         ws.policy = config.lifecycleOf(tenant);
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);
         registry.add(ws);
+        // background processes the last server left in the VM's memory: tracked again, re-attached once it runs
+        if (initial != WorkspaceState.DAMAGED && driver.capabilities().parkKeepsMemory()) ProcessHandover.restore(ws, rec.processes());
         if (rec.state().equals("running")) adoptOrPark(ws, lost); // it was running when the last server died
+        else if (rec.processes() != null && !savedMemory(ws)) {
+            forgetRestored(ws, "ended: the workspace's memory was not kept");
+            store.save(ws);
+        }
     }
 
     /** A workspace that was running when its server died: take over its sandbox, or keep it parked, saying what was lost. */
@@ -126,10 +132,13 @@ final class Recovery {
             ws.move(Transitions.Step.RESUMED);
             ws.lost("the server stopped while the workspace ran; its " + ws.driver.name()
                     + " sandbox kept running and was taken over: files, memory and processes kept");
+            ProcessHandover.reattachAll(ws);
+            store.save(ws);
             LOG.log(System.Logger.Level.INFO, "took over the running sandbox of workspace " + ws.label());
         } else {
             ws.move(Transitions.Step.RESUME_FAILED);
             if (!savedMemory(ws)) {
+                forgetRestored(ws, "ended: the workspace's memory was lost");
                 ws.lost(ws.driver.capabilities().parkKeepsMemory()
                         ? "cold boot, memory lost: the server and the workspace's " + ws.driver.name() + " sandbox stopped"
                           + " while it ran; files written to its disk are kept, memory and running processes are not"
@@ -138,10 +147,27 @@ final class Recovery {
             store.save(ws);
         }
         for (RunJournal.Lost l : lost) {
+            if (tracked(ws, l.id())) continue; // re-attached (or waiting for resume) under the same id
             ws.lost(("background".equals(l.kind()) ? "background process '" + l.id() + "' (" + l.command() + ")"
                     + (ws.sandbox != null ? " may still run, but its handle and output are gone" : " ended")
                     : "run '" + l.id() + "' (" + l.command() + ") was in flight: it was not repeated and its result is lost"));
         }
+    }
+
+    /** Whether a restored background process of this id is still tracked (re-attached, or waiting for resume). */
+    private static boolean tracked(Workspace ws, String id) {
+        synchronized (ws.processes) {
+            BackgroundProcess bp = ws.processes.get(id);
+            return bp != null;
+        }
+    }
+
+    /** Restored processes that cannot come back: reported lost, not tracked. */
+    private static void forgetRestored(Workspace ws, String why) {
+        for (BackgroundProcess bp : ws.processList()) {
+            if (bp.suspended()) bp.lost(why);
+        }
+        ws.forgetProcesses();
     }
 
     /** Whether the driver left a complete saved state with memory (park finished before the server died). */

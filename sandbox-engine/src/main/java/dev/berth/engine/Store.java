@@ -15,7 +15,7 @@ import tools.jackson.databind.json.JsonMapper;
  * On-disk layout of the engine's home and the persisted records in it. Thread-safe (stateless apart from paths).
  *
  * <pre>
- * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 4; 4 added image, 3 damage, 2 secrets)
+ * home/workspaces/ID/workspace.meta   WorkspaceRecord (MetaFile, kind "workspace", version 5; 5 added processes, 4 image, 3 damage, 2 secrets)
  * home/workspaces/ID/state/           driver-owned persistent state (disk layers, parked memory)
  * home/snapshots/ID/snapshot.meta     SnapshotRecord (MetaFile, kind "snapshot", version 2; 2 added image)
  * home/snapshots/ID/state/            driver-owned snapshot state
@@ -23,8 +23,11 @@ import tools.jackson.databind.json.JsonMapper;
  * </pre>
  */
 final class Store {
-    /** 4 added {@code image}, 3 {@code damage}, 2 {@code secrets}; 1 to 3 are still read (on the built-in image). */
-    static final int WORKSPACE_VERSION = 4;
+    /**
+     * 5 added {@code processes}, 4 {@code image}, 3 {@code damage}, 2 {@code secrets}; 1 to 4 are still read (no
+     * background process to re-attach; 1 to 3 on the built-in image).
+     */
+    static final int WORKSPACE_VERSION = 5;
     /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
     static final int OLDEST_WORKSPACE_VERSION = 1;
     /** 2 added {@code image}; 1 is still read (a snapshot of a workspace on the built-in image). */
@@ -35,7 +38,14 @@ final class Store {
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
     record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
-                           List<String> egress, List<String> secrets, String damage, ImageRef image) {}
+                           List<String> egress, List<String> secrets, String damage, ImageRef image,
+                           List<ProcessRecord> processes) {}
+
+    /**
+     * A background process the workspace's agent may still run: {@code run} is its agent run name (protocol ATTACH),
+     * {@code egress} its run's egress narrowing as asked for (null: none).
+     */
+    record ProcessRecord(String id, String command, String run, int pid, String startedAt, List<String> egress) {}
 
     /** Persisted fields of a snapshot. */
     /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
@@ -74,10 +84,18 @@ final class Store {
     Path snapshotDir(String id) { return snapshots.resolve(id); }
 
     void save(Workspace ws) throws IOException {
+        // one writer per workspace at a time: MetaFile.write goes through one temporary file
+        synchronized (ws) {
+            saveLocked(ws);
+        }
+    }
+
+    private void saveLocked(Workspace ws) throws IOException {
         String persisted = ws.state() == WorkspaceState.PARKED ? "parked" : ws.state() == WorkspaceState.DAMAGED ? "damaged" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
                 ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
-                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null, ws.image);
+                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null, ws.image,
+                ws.processRecords());
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 

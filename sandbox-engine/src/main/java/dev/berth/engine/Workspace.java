@@ -112,6 +112,25 @@ final class Workspace {
 
     Path stateDir() { return dir.resolve("state"); }
 
+    /** Background processes to keep in the record (those a later connection can re-attach); null when none. */
+    List<Store.ProcessRecord> processRecords() {
+        List<Store.ProcessRecord> out = new java.util.ArrayList<>();
+        synchronized (processes) {
+            for (BackgroundProcess p : processes.values()) {
+                Store.ProcessRecord r = p.record();
+                if (r != null) out.add(r);
+            }
+        }
+        return out.isEmpty() ? null : out;
+    }
+
+    /** The background processes, as a copy. */
+    List<BackgroundProcess> processList() {
+        synchronized (processes) {
+            return new java.util.ArrayList<>(processes.values());
+        }
+    }
+
     /** Stops tracking background processes (their agent session ends with the sandbox or with park). */
     void forgetProcesses() {
         synchronized (processes) {

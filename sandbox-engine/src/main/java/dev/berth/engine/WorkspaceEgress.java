@@ -121,6 +121,7 @@ final class WorkspaceEgress implements TunnelHandler {
     /** The run's process started on EXEC channel {@code channel}: tunnels its tree opens belong to {@code r}. */
     void bind(RunEgress r, int channel) {
         if (r == null || !active.contains(r)) return;
+        if (r.execChannel != 0) byExec.remove(r.execChannel, r); // re-attached on a new connection: the old channel is void
         r.execChannel = channel;
         byExec.put(channel, r);
     }

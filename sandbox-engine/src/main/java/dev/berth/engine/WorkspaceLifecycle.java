@@ -197,6 +197,7 @@ final class WorkspaceLifecycle {
         try {
             ws.sandbox = starter.start(ws.driver, startRequest(ws, new StartRequest.Resume()));
             connect(ws);
+            ProcessHandover.reattachAll(ws); // background processes frozen with its memory go on under the same ids
             evidence.lifecycle(ws, "resume", java.util.Map.of(), t0); // before it counts as running, as for open
             ws.move(Step.RESUMED);
             ws.lastUsedAt = Instant.now();
@@ -248,9 +249,11 @@ final class WorkspaceLifecycle {
     ParkResult parkLocked(Workspace ws) throws EngineException {
         long t0 = System.nanoTime();
         ws.move(Step.PARK);
+        // a driver that keeps memory keeps the processes: their handles are re-attached on resume
+        int handed = ws.driver.capabilities().parkKeepsMemory() ? ProcessHandover.suspendAll(ws) : 0;
         try {
             Sandbox.ParkOutcome out = ws.sandbox.park();
-            ws.forgetProcesses();
+            if (!out.memoryKept()) ws.forgetProcesses();
             ws.sandbox = null;
             ws.move(Step.PARKED);
             store.save(ws);
@@ -258,12 +261,14 @@ final class WorkspaceLifecycle {
             // after the fact and never refused: the park has happened (the MCP layer recorded the call before it)
             evidence.lifecycleQuietly(ws, "park", java.util.Map.of("memory_kept", out.memoryKept(), "state_bytes", out.stateBytes()), t0);
             String note = out.memoryKept() ? "files, memory and running processes kept; the next run resumes exactly here"
+                    + (handed > 0 ? "; its " + handed + " background process(es) keep their ids and are followed again after resume" : "")
                     : "files kept; running processes were stopped (the " + ws.driver.name()
                     + " driver cannot keep memory); the next run starts the workspace again";
             return new ParkResult(ws.info(), out.memoryKept(), false, out.stateBytes(), out.millis(), note);
         } catch (SandboxStillRunningException e) {
             evidence.failed("park", ws.driver.name(), t0);
             ws.move(Step.PARK_FAILED);
+            ProcessHandover.reattachAll(ws); // still running: its processes are tracked as before
             throw new EngineException(Kind.UNAVAILABLE, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
                     + ". Free disk space on the server (or ask the operator) and park again", e);
         } catch (SandboxException | IOException e) {

@@ -52,6 +52,8 @@ public final class AgentClient implements AutoCloseable {
     private volatile Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
     private volatile int agentCaps;
     private volatile String agentName = "";
+    /** The session tag of the agent's HELLO (version 3 on); null for an older agent. */
+    private volatile String agentSession;
 
     private AgentClient(SocketChannel channel) throws IOException {
         this.io = new FrameChannel(channel);
@@ -63,18 +65,21 @@ public final class AgentClient implements AutoCloseable {
         AgentClient c = new AgentClient(channel);
         c.reader.start();
         try {
-            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS;
+            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH;
             c.send(Protocol.HELLO, 0, new PayloadWriter().u16(Protocol.VERSION).u32(caps).str(HOST_NAME).toBytes());
             Frame f = c.await(c.hello, helloTimeout, "HELLO");
             PayloadReader r = new PayloadReader(f);
             int version = r.u16();
             c.agentCaps = (int) r.u32();
             c.agentName = r.str();
+            if (version >= 3) c.agentSession = r.str();
             r.end();
-            // Version 1 differs only in TUNNEL_OPEN (no exec): still spoken, so a microVM parked or adopted with an
-            // older agent in its memory keeps working; its tunnels are attributed to no run (no placeholder honoured).
-            if (version != Protocol.VERSION && version != 1)
-                throw new AgentException(0, "agent speaks protocol version " + version + ", this host speaks " + Protocol.VERSION + " (and 1)");
+            // Versions 2 and 1 are still spoken, so a microVM parked or adopted with an older agent in its memory keeps
+            // working: 2 lacks the session (no re-attaching runs), 1 also TUNNEL_OPEN's exec (tunnels attributed to no run).
+            if (version != Protocol.VERSION && version != 2 && version != 1)
+                throw new AgentException(0, "agent speaks protocol version " + version + ", this host speaks " + Protocol.VERSION + " (and 2, 1)");
+            if (c.agentSession != null && (c.agentSession.isEmpty() || c.agentSession.length() > 32 || c.agentSession.indexOf('-') >= 0))
+                throw new AgentException(0, "agent announced a malformed session tag '" + c.agentSession + "'");
             return c;
         } catch (IOException | RuntimeException e) {
             c.close();
@@ -109,11 +114,37 @@ public final class AgentClient implements AutoCloseable {
                 .strList(request.env())
                 .toBytes();
         int chan = allocate();
-        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen());
+        String run = agentSession == null ? null : agentSession + "-" + Integer.toUnsignedString(chan);
+        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen(), run, false);
         channels.put(chan, ec);
         try {
             send(Protocol.EXEC, chan, payload);
             await(ec.started, requestTimeout, "EXEC " + request.argv().getFirst());
+        } catch (IOException e) {
+            channels.remove(chan, ec);
+            throw e;
+        }
+        return ec;
+    }
+
+    /** Whether the agent can hand over runs of an earlier session (HELLO cap CAP_ATTACH). */
+    public boolean supportsAttach() { return (agentCaps & Protocol.CAP_ATTACH) != 0 && agentSession != null; }
+
+    /**
+     * Takes over a run that an earlier connection started ({@link ExecHandle#run()}), on this connection (ATTACH).
+     * Output the agent kept while no host was attached arrives on {@code listener} first, in order; if the run ended
+     * meanwhile, the handle's exit completes right after. {@link ExecHandle#droppedWhileDetached()} says how many
+     * older output bytes the agent had to drop. Fails with errno 2 (ENOENT) when the agent knows no such run.
+     */
+    public ExecHandle attach(String run, ExecListener listener) throws IOException {
+        if (run == null || run.isEmpty() || run.length() > 47) throw new IllegalArgumentException("run name must be 1..47 characters: " + run);
+        if (!supportsAttach()) throw new AgentException(95, "agent '" + agentName + "' cannot re-attach runs (no CAP_ATTACH; it predates it)");
+        int chan = allocate();
+        ExecChannel ec = new ExecChannel(this, chan, listener, false, run, true);
+        channels.put(chan, ec);
+        try {
+            send(Protocol.ATTACH, chan, new PayloadWriter().str(run).toBytes());
+            await(ec.started, requestTimeout, "ATTACH " + run);
         } catch (IOException e) {
             channels.remove(chan, ec);
             throw e;

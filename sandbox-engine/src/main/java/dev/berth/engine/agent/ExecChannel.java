@@ -12,22 +12,35 @@ final class ExecChannel implements ExecHandle {
     private final CompletableFuture<ExecExit> exit = new CompletableFuture<>();
     private final boolean stdinOpen;
     private volatile boolean stdinClosed;
+    /** The run's agent name: known at EXEC from the session tag, or given to ATTACH. */
+    private final String run;
+    /** Whether this channel took over a run by ATTACH (answered by ATTACHED instead of STARTED). */
+    private final boolean attach;
+    private volatile long dropped;
 
-    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen) {
+    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen, String run, boolean attach) {
         this.client = client;
         this.chan = chan;
         this.listener = listener;
         this.stdinOpen = stdinOpen;
+        this.run = run;
+        this.attach = attach;
     }
 
     /** Handles one frame on this channel (reader thread). Returns true when it was the final frame. */
     boolean onFrame(Frame f) throws ProtocolException {
         PayloadReader r = new PayloadReader(f);
         switch (f.type()) {
-            case Protocol.STARTED -> {
+            case Protocol.STARTED, Protocol.ATTACHED -> {
+                if ((f.type() == Protocol.ATTACHED) != attach) throw new ProtocolException("unexpected " + f + " on exec channel " + chan);
                 int pid = r.i32();
+                if (attach) {
+                    long d = r.i64();
+                    if (d < 0) throw new ProtocolException("ATTACHED with " + Long.toUnsignedString(d) + " dropped bytes");
+                    dropped = d;
+                }
                 r.end();
-                if (started.isDone()) throw new ProtocolException("second STARTED on channel " + chan);
+                if (started.isDone()) throw new ProtocolException("second " + f + " on channel " + chan);
                 try {
                     listener.onStarted(chan);
                 } catch (RuntimeException e) {
@@ -72,9 +85,15 @@ final class ExecChannel implements ExecHandle {
     public int channel() { return chan; }
 
     @Override
+    public String run() { return run; }
+
+    @Override
+    public long droppedWhileDetached() { return dropped; }
+
+    @Override
     public void writeStdin(byte[] data) throws IOException {
         // the agent would drop these bytes silently; a caller bug should be loud
-        if (!stdinOpen) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
+        if (!stdinOpen || attach) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
         if (stdinClosed) throw new IllegalStateException("stdin of channel " + chan + " is already closed");
         // an empty STDIN frame means "close", so empty writes are simply not sent; large ones are split
         for (int off = 0; off < data.length; off += Protocol.MAX_PAYLOAD) {

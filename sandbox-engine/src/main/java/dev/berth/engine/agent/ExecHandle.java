@@ -7,6 +7,13 @@ import java.util.concurrent.CompletableFuture;
 public interface ExecHandle {
     /** Guest pid of the started process. */
     int pid();
+    /**
+     * The run's name in the agent ({@code <session>-<chan>}, protocol "Re-attaching a run"): what a later connection
+     * passes to {@link AgentClient#attach} to take the run over. Null when the agent predates it (no CAP_ATTACH).
+     */
+    String run();
+    /** Output bytes the agent dropped while this run was detached (an attached handle; 0 for a fresh EXEC). */
+    default long droppedWhileDetached() { return 0; }
     /** The protocol channel of this EXEC: egress tunnels its process tree opens carry it ({@link Tunnel#execChannel()}). */
     int channel();
     void writeStdin(byte[] data) throws IOException;

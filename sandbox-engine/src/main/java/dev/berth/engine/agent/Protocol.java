@@ -21,6 +21,8 @@ final class Protocol {
     static final int STDERR = 0x14;
     static final int SIGNAL = 0x15;
     static final int EXIT = 0x16;
+    static final int ATTACH = 0x17;
+    static final int ATTACHED = 0x18;
     static final int FILE_READ = 0x20;
     static final int FILE_WRITE = 0x21;
     static final int FILE_LIST = 0x22;
@@ -42,6 +44,7 @@ final class Protocol {
     static final int CAP_GUEST_OPS = 0x8;
     static final int CAP_CONFINED_RUNS = 0x10;
     static final int CAP_PORTS = 0x20;
+    static final int CAP_ATTACH = 0x40;
     static final int EXEC_STDIN = 0x1;
     static final int WRITE_TRUNCATE = 0x1;
     static final int WRITE_APPEND = 0x2;
@@ -50,9 +53,10 @@ final class Protocol {
     static final int KIND_DIR = 0x64;
     static final int KIND_LINK = 0x6c;
     static final int KIND_OTHER = 0x6f;
-    static final int VERSION = 2;
+    static final int VERSION = 3;
     static final int MAX_PAYLOAD = 1048576;
     static final int PORT_WINDOW = 262144;
+    static final int DETACHED_KEEP = 262144;
 
     /** Bytes before the payload: u32 len, u8 type, u32 chan. */
     static final int HEADER = 9;
@@ -65,7 +69,7 @@ final class Protocol {
         return switch (type) {
             case HELLO -> "HELLO"; case PING -> "PING"; case PONG -> "PONG"; case ERROR -> "ERROR"; case OK -> "OK";
             case EXEC -> "EXEC"; case STARTED -> "STARTED"; case STDIN -> "STDIN"; case STDOUT -> "STDOUT";
-            case STDERR -> "STDERR"; case SIGNAL -> "SIGNAL"; case EXIT -> "EXIT"; case FILE_READ -> "FILE_READ";
+            case STDERR -> "STDERR"; case SIGNAL -> "SIGNAL"; case EXIT -> "EXIT"; case ATTACH -> "ATTACH"; case ATTACHED -> "ATTACHED"; case FILE_READ -> "FILE_READ";
             case FILE_WRITE -> "FILE_WRITE"; case FILE_LIST -> "FILE_LIST"; case SYNC -> "SYNC";
             case CLOCK_SET -> "CLOCK_SET"; case RNG_SEED -> "RNG_SEED"; case TUNNEL_OPEN -> "TUNNEL_OPEN";
             case DATA -> "DATA"; case CLOSE -> "CLOSE"; case RESET -> "RESET";

@@ -287,7 +287,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 } catch (SandboxDamagedException | IOException e) {
                     throw new java.util.concurrent.CompletionException(e);
                 }
-            });
+            }, ParkManifest.ORCHESTRATE); // its own thread: the common pool has one worker on two cores
         } else if (state != null && !Files.isRegularFile(state)) {
             throw new SandboxDamagedException("vm.json names the saved state " + spec.stateFile() + ", which is missing");
         }

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 /** One running microVM. Lifecycle calls are serialised by the engine; {@link #agent()} may be used concurrently. */
 final class MicrovmSandbox implements Sandbox {
@@ -65,26 +66,40 @@ final class MicrovmSandbox implements Sandbox {
         Path specFile = stateDir.resolve(VmSpec.WORKSPACE_FILE);
         VmSpec parked = spec.withState("state");
         long manifestNanos;
+        java.util.concurrent.CompletableFuture<Void> ramDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
+        java.util.concurrent.CompletableFuture<Map<String, ParkManifest.Entry>> frozen = null;
         try {
             Files.deleteIfExists(tmp);
-            machine.stopAndSave(tmp);
-            VmSpec.fsync(tmp);
-            // the RAM file's write-back (disk) and the manifest (CPU) go on at the same time
+            machine.stop();
+            // From stop on the RAM file and the disk no longer change: their digests (CPU) and the RAM file's
+            // write-back (disk) run while QEMU writes the device state, each on threads of its own.
             Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
-            java.util.concurrent.CompletableFuture<Void> ramDurable = ram == null
-                    ? java.util.concurrent.CompletableFuture.completedFuture(null)
-                    : java.util.concurrent.CompletableFuture.runAsync(() -> {
-                        try {
-                            VmSpec.fsync(ram);
-                        } catch (IOException e) {
-                            throw new java.io.UncheckedIOException(e);
-                        }
-                    });
-            Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
             long m0 = System.nanoTime();
+            List<String> files = parkedFiles(spec);
+            frozen = ParkManifest.measureAsync(stateDir, files.subList(1, files.size()));
+            if (ram != null) {
+                ramDurable = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        VmSpec.fsync(ram);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, ParkManifest.ORCHESTRATE);
+            }
+            machine.save(tmp);
+            VmSpec.fsync(tmp);
+            Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            long s0 = System.nanoTime();
+            Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(stateDir, List.of("state")));
+            long stateNanos = System.nanoTime() - s0;
+            long w0 = System.nanoTime();
+            entries.putAll(ParkManifest.join(frozen));
+            ParkManifest.write(workspaceId, stateDir, entries);
+            // the manifest's cost on the park path: the state file's digest, the wait for the frozen files' digests
+            // beyond the save they overlapped, and writing the manifest
+            manifestNanos = stateNanos + (System.nanoTime() - w0);
+            lastManifestOverlappedMillis = (s0 - m0) / 1_000_000.0;
             try {
-                ParkManifest.write(workspaceId, stateDir, parkedFiles(spec));
-                manifestNanos = System.nanoTime() - m0;
                 ramDurable.join();
             } catch (java.util.concurrent.CompletionException ce) {
                 if (ce.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
@@ -92,7 +107,10 @@ final class MicrovmSandbox implements Sandbox {
             }
             parked.write(specFile);
         } catch (IOException e) {
-            // nothing is lost yet: undo what was written and let the guest go on
+            // nothing is lost yet: undo what was written and let the guest go on (after the digests and the
+            // write-back: they read files that are about to change)
+            if (frozen != null) frozen.exceptionally(x -> null).join();
+            ramDurable.exceptionally(x -> null).join();
             for (Path p : List.of(tmp, state, stateDir.resolve(ParkManifest.FILE))) {
                 try {
                     Files.deleteIfExists(p);
@@ -123,8 +141,10 @@ final class MicrovmSandbox implements Sandbox {
         return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
     }
 
-    /** Milliseconds the last park spent on its manifest (for the benchmark). */
+    /** Milliseconds the last park spent on its manifest beyond what overlapped the device-state save (for the benchmark). */
     volatile double lastManifestMillis;
+    /** Milliseconds from stop to the end of the device-state save, during which the frozen files were digested. */
+    volatile double lastManifestOverlappedMillis;
 
     /** The files a restore of {@code s} reads from the workspace's own directory. */
     static List<String> parkedFiles(VmSpec s) {

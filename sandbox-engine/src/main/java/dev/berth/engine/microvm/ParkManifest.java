@@ -45,10 +45,50 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
 
     /** Measures {@code names} in {@code dir} (in parallel: RAM files are hundreds of MiB) and writes the manifest. */
     static ParkManifest write(String workspaceId, Path dir, List<String> names) throws IOException {
-        ParkManifest m = new ParkManifest(workspaceId, measure(dir, names));
+        return write(workspaceId, dir, measure(dir, names));
+    }
+
+    /** Writes the manifest of entries measured before ({@link #measureAsync}, {@link #measure}), in the given order. */
+    static ParkManifest write(String workspaceId, Path dir, Map<String, Entry> entries) throws IOException {
+        ParkManifest m = new ParkManifest(workspaceId, entries);
         MetaFile.write(dir.resolve(FILE), KIND, VERSION, JSON.writeValueAsString(m));
         return m;
     }
+
+    /**
+     * Starts measuring {@code names} on the digest threads and returns at once: park digests the RAM file and the
+     * disk, which no longer change once the guest is stopped, while QEMU writes the device state.
+     */
+    static CompletableFuture<Map<String, Entry>> measureAsync(Path dir, List<String> names) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return measure(dir, names);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, ORCHESTRATE);
+    }
+
+    /** Joins a {@link #measureAsync}, unwrapping its I/O failure. */
+    static Map<String, Entry> join(CompletableFuture<Map<String, Entry>> f) throws IOException {
+        try {
+            return f.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
+            throw e;
+        }
+    }
+
+    /**
+     * Threads that digest pages (one per core, at least two: the common pool has a single worker on a 2-core host,
+     * and a park's fsync or a resume's QEMU start must not queue behind a digest), and threads that only wait on
+     * them (never the digest pool itself, so a fixed pool cannot deadlock on its own joins).
+     */
+    private static final java.util.concurrent.ExecutorService DIGEST = java.util.concurrent.Executors.newFixedThreadPool(
+            Math.max(2, Runtime.getRuntime().availableProcessors()),
+            Thread.ofPlatform().daemon().name("berth-digest-", 0).factory());
+    static final java.util.concurrent.ExecutorService ORCHESTRATE =
+            java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-digest-wait-", 0).factory());
 
     static boolean exists(Path dir) { return Files.isRegularFile(dir.resolve(FILE)); }
 
@@ -100,7 +140,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
     }
 
     /** Digests of {@code names} in {@code dir}; the pages of all files are shared out over the available cores. */
-    private static Map<String, Entry> measure(Path dir, List<String> names) throws IOException {
+    static Map<String, Entry> measure(Path dir, List<String> names) throws IOException {
         List<CompletableFuture<Long>> parts = new ArrayList<>();
         Map<String, List<CompletableFuture<Long>>> byFile = new LinkedHashMap<>();
         Map<String, Long> sizes = new LinkedHashMap<>();
@@ -118,7 +158,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
-                });
+                }, DIGEST);
                 fileParts.add(part);
                 parts.add(part);
             }
@@ -166,12 +206,52 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
         return out;
     }
 
-    /** The page-sum digest of the given extents of {@code f} (pages past the end of the file read as zero). */
+    /** Bytes mapped at a time by {@link #digest}: large enough that mapping costs nothing next to hashing. */
+    private static final long MAP_CHUNK = 64L << 20;
+
+    /**
+     * The page-sum digest of the given extents of {@code f} (pages past the end of the file read as zero). Whole pages
+     * are hashed straight from a read-only mapping (no copy; CRC32C over a mapped buffer is an intrinsic); only a
+     * partial last page is read and padded.
+     */
     static long digest(Path f, List<Extents.Extent> extents) throws IOException {
         long sum = 0;
         CRC32C crc = new CRC32C();
-        ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK);
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
+            long size = ch.size();
+            long whole = size / PAGE * PAGE; // mappable whole pages
+            List<Extents.Extent> rest = new ArrayList<>();
+            for (Extents.Extent x : extents) {
+                long pos = x.offset() / PAGE * PAGE;
+                long end = Math.min(x.offset() + x.length(), whole);
+                while (pos < end) {
+                    long len = Math.min(MAP_CHUNK, end - pos);
+                    len = (len + PAGE - 1) / PAGE * PAGE;
+                    if (pos + len > whole) len = whole - pos;
+                    java.nio.MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, pos, len);
+                    long page = pos / PAGE;
+                    for (int off = 0; off < len; off += PAGE) {
+                        crc.reset();
+                        crc.update(map.slice(off, PAGE));
+                        long c = crc.getValue();
+                        if (c != ZERO_PAGE_CRC) sum += mix(page, c);
+                        page++;
+                    }
+                    pos += len;
+                }
+                if (x.offset() + x.length() > whole && whole < size) rest.add(new Extents.Extent(whole, size - whole));
+            }
+            if (!rest.isEmpty()) sum += digestRead(ch, List.of(rest.getFirst()));
+        }
+        return sum;
+    }
+
+    /** The same digest by reading (for the partial last page of a file). */
+    private static long digestRead(FileChannel ch, List<Extents.Extent> extents) throws IOException {
+        long sum = 0;
+        CRC32C crc = new CRC32C();
+        ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK);
+        {
             for (Extents.Extent x : extents) {
                 long pos = x.offset();
                 long end = x.offset() + x.length();

@@ -274,8 +274,16 @@ final class QemuMachine implements AutoCloseable {
 
     /** Pauses the guest and writes its device state (and any RAM not in a shared file) to {@code file}. */
     void stopAndSave(Path file) throws IOException {
+        stop();
+        save(file);
+    }
+
+    /** Pauses the guest: from here its RAM file and disk do not change until {@link #cont}. */
+    void stop() throws IOException { qmp.execute("stop"); }
+
+    /** Writes the stopped guest's device state (and any RAM not in a shared file) to {@code file}. */
+    void save(Path file) throws IOException {
         if (file.toString().contains("'")) throw new IOException("state file path must not contain a quote: " + file);
-        qmp.execute("stop");
         qmp.execute("migrate", Map.of("uri", "exec:cat > '" + file + "'"), Duration.ofSeconds(30));
         awaitMigration(Duration.ofSeconds(300));
     }

@@ -59,7 +59,9 @@ class AgentClientHostileAgentTest {
         });
         Frame hello = fake.read();
         assertEquals(Protocol.HELLO, hello.type());
-        fake.write(Protocol.HELLO, 0, new PayloadWriter().u16(version).u32(0xf).str("fake").toBytes());
+        PayloadWriter w = new PayloadWriter().u16(version).u32(version >= 3 ? 0xf | Protocol.CAP_ATTACH : 0xf).str("fake");
+        if (version >= 3) w.str("0badcafe"); // version 3 on: the session tag
+        fake.write(Protocol.HELLO, 0, w.toBytes());
         try {
             return c.get(5, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
@@ -95,9 +97,20 @@ class AgentClientHostileAgentTest {
 
     @Test
     void handshake_versionMismatch_failsAndCloses() {
-        AgentException e = assertThrows(AgentException.class, () -> handshake(3));
-        assertTrue(e.getMessage().contains("agent speaks protocol version 3, this host speaks 2 (and 1)"), e.getMessage());
+        AgentException e = assertThrows(AgentException.class, () -> handshake(4));
+        assertTrue(e.getMessage().contains("agent speaks protocol version 4, this host speaks 3 (and 2, 1)"), e.getMessage());
     }
+
+    @Test
+    void handshake_version2Agent_spokenWithoutRunNamesOrAttach() throws Exception {
+        AgentClient client = handshake(2);
+        assertTrue(client.isOpen());
+        assertTrue(!client.supportsAttach(), "a version-2 agent has no session tag: runs cannot be re-attached");
+        AgentException e = assertThrows(AgentException.class, () -> client.attach("0badcafe-1", new AgentHarness.Output()));
+        assertEquals(95, e.errno());
+        client.close();
+    }
+
 
     @Test
     void frame_oversizedLen_failsPendingCallsAndClosesBeforeAllocating() throws Exception {
@@ -155,6 +168,52 @@ class AgentClientHostileAgentTest {
         AgentException e = failureOf(h.exit());
         assertEquals(0, e.errno());
         assertThrows(AgentException.class, client::ping);
+    }
+
+    @Test
+    void attach_answeredWithStartedInsteadOfAttached_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION);
+        CompletableFuture<ExecHandle> attach = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.attach("0badcafe-7", new AgentHarness.Output());
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        assertEquals(Protocol.ATTACH, req.type());
+        PayloadReader r = new PayloadReader(req);
+        assertEquals("0badcafe-7", r.str());
+        r.end();
+        fake.write(Protocol.STARTED, req.chan(), new PayloadWriter().u32(4242).toBytes());
+        AgentException e = failureOf(attach);
+        assertTrue(e.getMessage().contains("protocol violation"), e.getMessage());
+        assertFalse(client.isOpen());
+    }
+
+    @Test
+    void attach_attachedWithDroppedCount_thenKeptOutputAndExit_reachTheHandle() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION);
+        AgentHarness.Output out = new AgentHarness.Output();
+        CompletableFuture<ExecHandle> attach = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.attach("0badcafe-7", out);
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        fake.write(Protocol.ATTACHED, req.chan(), new PayloadWriter().u32(4242).u64(1000).toBytes());
+        fake.write(Protocol.STDOUT, req.chan(), "kept\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        fake.write(Protocol.EXIT, req.chan(), new byte[] {0, 0, 0, 3, 0, 0, 0, 0, 0});
+        ExecHandle h = attach.get(5, TimeUnit.SECONDS);
+        assertEquals(4242, h.pid());
+        assertEquals(1000, h.droppedWhileDetached());
+        assertEquals("0badcafe-7", h.run());
+        assertEquals(3, h.exit().get(5, TimeUnit.SECONDS).exitCode());
+        assertEquals("kept\n", out.stdout());
+        assertThrows(IllegalStateException.class, () -> h.writeStdin(new byte[] {1}), "an attached run's stdin is closed");
+        client.close();
     }
 
     @Test
