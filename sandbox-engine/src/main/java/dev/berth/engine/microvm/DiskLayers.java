@@ -154,12 +154,32 @@ final class DiskLayers {
             Files.deleteIfExists(layer);
             throw new IOException("freezing the disk as a layer failed: " + e.getMessage(), e);
         }
-        Files.move(next, top, StandardCopyOption.ATOMIC_MOVE);
+        promote(next, top);
         VmSpec.fsync(stateDir);
         VmSpec.fsync(layers);
         seal(layer);
         return layerName;
     }
+
+    /**
+     * Makes the overlay QEMU switched to the workspace's {@code data.qcow2} (a hard link, replacing the old name
+     * atomically) and keeps its own name as long as QEMU runs on it: QEMU reopens a node by the name it opened it
+     * with (read-only when the next snapshot freezes it), so that name must go on naming that file. Names of
+     * earlier tops, frozen by now, are dropped.
+     */
+    private static void promote(Path next, Path top) throws IOException {
+        Path tmp = top.resolveSibling(".data.qcow2.link");
+        Files.deleteIfExists(tmp);
+        Files.createLink(tmp, next);
+        Files.move(tmp, top, StandardCopyOption.ATOMIC_MOVE);
+        try (var s = Files.list(top.getParent())) {
+            for (Path p : s.toList()) {
+                if (p.getFileName().toString().startsWith(NEXT_PREFIX) && !p.equals(next)) Files.delete(p);
+            }
+        }
+    }
+
+    private static Object inode(Path p) throws IOException { return Files.getAttribute(p, "unix:ino"); }
 
     /** Cancels block jobs (a flattening stream) on the machine and waits until none is left. */
     static void cancelJobs(QemuMachine m) throws IOException {
@@ -222,20 +242,27 @@ final class DiskLayers {
     }
 
     /**
-     * After a crash: a {@code data.qcow2.next-<id>} left in {@code stateDir} is an overlay a snapshot was switching
-     * to. With {@code m} (an adopted QEMU) that did switch, it is the live disk and is renamed into place; otherwise
-     * the guest never wrote to it (it stays paused until the rename) and it is deleted.
+     * After a crash, or before a start: {@code data.qcow2.next-<id>} files in {@code stateDir}. One that is
+     * {@code data.qcow2} (the same file) is the name a running QEMU knows its disk by: kept for an adopted QEMU
+     * ({@code m}), dropped otherwise. One that is not is an overlay a snapshot was switching to when the server
+     * died: an adopted QEMU that did switch runs on it, so it becomes {@code data.qcow2}; otherwise the guest never
+     * wrote to it (it stays paused until the switch is complete) and it is deleted.
      */
     static void recover(Path stateDir, QemuMachine m) throws IOException {
         List<Path> next;
         try (var s = Files.list(stateDir)) {
             next = s.filter(p -> p.getFileName().toString().startsWith(NEXT_PREFIX)).toList();
         }
+        Path top = stateDir.resolve(QemuMachine.DATA_DISK);
         for (Path p : next) {
+            if (Files.exists(top) && inode(p).equals(inode(top))) {
+                if (m == null) Files.delete(p);
+                continue;
+            }
             String path = p.toAbsolutePath().toString();
             // QEMU names an overlay whose backing it was given as json:{..."filename": "<path>"...}
             if (m != null && activeFile(m).map(f -> f.equals(path) || f.contains("\"" + path + "\"")).orElse(false)) {
-                Files.move(p, stateDir.resolve(QemuMachine.DATA_DISK), StandardCopyOption.ATOMIC_MOVE);
+                promote(p, top);
                 seal(stateDir.resolve(DIR).resolve(p.getFileName().toString().substring(NEXT_PREFIX.length()) + ".qcow2"));
             } else {
                 Files.delete(p);

@@ -510,6 +510,10 @@ public final class MicrovmDriver implements IsolationDriver {
         if (f != null) f.join();
     }
 
+    /** Forks hard-link the snapshot's layers into their own directory ({@link DiskLayers}). */
+    @Override
+    public boolean forksOutliveSnapshot() { return true; }
+
     @Override
     public boolean hasSavedMemory(Path stateDir) {
         try {

@@ -129,6 +129,17 @@ class MicrovmLayersTest {
         Trees.delete(root.resolve("fork-l2"));
         assertEquals(1, linkCount(stateDir("ws-l").resolve(s.disk())));
         assertEquals("changed\n", Guest.sh(ws.agent(), "cat /workspace/m").out());
+        // a second and third snapshot of the same running machine freeze the overlays the first ones put on top;
+        // forks of them start while the machine runs on
+        for (int i = 2; i <= 3; i++) {
+            Guest.sh(ws.agent(), "echo gen" + i + " > /workspace/m; sync");
+            Path next = root.resolve("snap-l" + i);
+            ws.snapshot(next);
+            Sandbox f = start("fork-l-gen" + i, new StartRequest.Fork(next));
+            assertEquals("gen" + i + "\n", Guest.sh(f.agent(), "cat /workspace/m").out());
+            assertEquals(i, DiskLayers.chain(stateDir("fork-l-gen" + i).resolve("data.qcow2")).size());
+            f.destroy();
+        }
         ws.destroy();
     }
 
@@ -188,7 +199,8 @@ class MicrovmLayersTest {
         assertTrue(adopted.isPresent());
         Sandbox back = adopted.get();
         synchronized (all) { all.add(back); }
-        assertFalse(Files.exists(next2));
+        assertEquals(Files.getAttribute(next2, "unix:ino"), Files.getAttribute(stateDir("ws-crash2").resolve("data.qcow2"), "unix:ino"),
+                "the overlay QEMU switched to is the workspace's disk now (and keeps the name QEMU knows it by)");
         assertEquals("mem\nkept\n", Guest.sh(back.agent(), "cat /tmp/k /workspace/k").out());
         Guest.sh(back.agent(), "echo after > /workspace/a; sync");
         back.park();
