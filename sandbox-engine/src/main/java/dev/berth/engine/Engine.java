@@ -54,7 +54,7 @@ public final class Engine implements AutoCloseable {
         this.drivers = new DriverSelector(config);
         this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
-        this.snapshots = new Snapshots(store, registry, evidence);
+        this.snapshots = new Snapshots(store, registry, evidence, drivers::byName);
         this.images = new dev.berth.engine.image.ImageStore(store.home);
         this.pool = config.templates().poolSize() == 0 ? null : new WarmPool(store, config.templates().poolSize(),
                 config.drivers().stream().filter(d -> d.probe().available()).toList());
@@ -160,8 +160,8 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * Deletes a snapshot. Refused while anything still builds on it: open workspaces forked from it, or snapshots
-     * taken of such workspaces.
+     * Deletes a snapshot. Refused while anything still builds on it (open workspaces forked from it, or snapshots
+     * taken of such workspaces), unless the driver's forks keep what they need of it (microVM).
      */
     public SnapshotInfo deleteSnapshot(Tenant tenant, String ref) throws EngineException {
         ensureOpen();

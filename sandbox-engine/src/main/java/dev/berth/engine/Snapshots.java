@@ -23,7 +23,12 @@ final class Snapshots {
 
     private final EngineEvidence evidence;
 
-    Snapshots(Store store, WorkspaceRegistry registry, EngineEvidence evidence) {
+    /** Driver by name (null when not configured): whether a snapshot's forks outlive it. */
+    private final java.util.function.Function<String, dev.berth.engine.spi.IsolationDriver> drivers;
+
+    Snapshots(Store store, WorkspaceRegistry registry, EngineEvidence evidence,
+              java.util.function.Function<String, dev.berth.engine.spi.IsolationDriver> drivers) {
+        this.drivers = drivers;
         this.store = store;
         this.registry = registry;
         this.evidence = evidence;
@@ -121,13 +126,15 @@ final class Snapshots {
     }
 
     /**
-     * Deletes a snapshot. Refused while anything still builds on it (a microVM fork maps its snapshot's memory and
-     * uses its disk as backing file): open workspaces forked from it, or snapshots taken of such workspaces.
+     * Deletes a snapshot. Where the driver's forks keep what they need of their snapshot (microVM: hard links to its
+     * layers), the snapshot goes at once and its space is freed as its forks close. Otherwise refused while anything
+     * still builds on it: open workspaces forked from it, or snapshots taken of such workspaces.
      */
     SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
         synchronized (registry.namesLock) {
             Store.SnapshotRecord snap = catalog.find(tenant, ref);
-            List<String> users = dependents(snap.id(), catalog.all());
+            var driver = drivers.apply(snap.isolation());
+            List<String> users = driver != null && driver.forksOutliveSnapshot() ? List.of() : dependents(snap.id(), catalog.all());
             if (!users.isEmpty()) {
                 throw new EngineException(Kind.CONFLICT, "cannot delete snapshot '" + snap.name() + "': " + String.join(", ", users)
                         + " still build" + (users.size() == 1 ? "s" : "") + " on it; close or delete them first");

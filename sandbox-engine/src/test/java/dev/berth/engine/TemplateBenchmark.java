@@ -104,7 +104,10 @@ public final class TemplateBenchmark {
             // 100 directories, the files spread over them, each 2 KB of random bytes (split writes a directory's in one process)
             int per = Math.max(1, files / 100);
             RunResult r = engine.run(T, new RunRequest(ws, "mkdir -p repo && cd repo && for d in $(seq 1 " + Math.min(100, files)
-                    + "); do mkdir d$d && head -c $((2048 * " + per + ")) /dev/urandom | split -b 2048 -a 5 - d$d/f || exit 1; done",
+                    + "); do mkdir d$d && if command -v split >/dev/null; then head -c $((2048 * " + per + ")) /dev/urandom | split -b 2048 -a 5 - d$d/f;"
+                    // the microVM test image's busybox has no split: awk writes a directory's files from 2 KB of random hex
+                    + " else h=$(head -c 1024 /dev/urandom | od -An -tx1 | tr -d ' \\n') && awk -v s=\"$h\" -v n=" + per
+                    + " -v d=d$d 'BEGIN{for(i=0;i<n;i++){f=d \"/f\" i; printf \"%s\", substr(s,1,2048-length(i \"\")) i > f; close(f)}}'; fi || exit 1; done",
                     null, java.util.Map.of(), 3600, null, null), OutputListener.NONE);
             if (r.exitCode() != 0) throw new IllegalStateException("filling the workspace failed: " + r.stderr());
         }

@@ -45,6 +45,24 @@ class WarmPoolTest {
         assertEquals(n, engine.poolReady("namespace"), "pool members ready");
     }
 
+    @Test
+    void pool_beyondTheMachinesMemory_isRefusedAtStartWithTheNumbers() throws Exception {
+        long have = DriverSelector.machineMemoryMiB();
+        org.junit.jupiter.api.Assumptions.assumeTrue(have > 0, "no MemTotal on this machine");
+        int size = (int) (have / Resources.DEFAULT.memoryMiB()) + 1;
+        Path other = Files.createTempDirectory("berth-pool-big-");
+        try {
+            EngineException e = assertThrows(EngineException.class, () -> Engine.start(
+                    EngineConfig.defaults(other, List.of(new NamespaceDriver(other))).withTemplates(new TemplateSettings(16, size))));
+            assertEquals(EngineException.Kind.LIMIT, e.kind());
+            assertTrue(e.getMessage().contains(size + " per level x 1 levels") && e.getMessage().contains("the machine has " + have + " MiB"),
+                    e.getMessage());
+            assertTrue(!Files.exists(other.resolve("workspaces")), "nothing was started in the home");
+        } finally {
+            dev.berth.engine.spi.Trees.delete(other);
+        }
+    }
+
     String sh(Tenant t, String ws, String cmd) throws EngineException {
         return engine.run(t, RunRequest.of(ws, cmd), OutputListener.NONE).stdout();
     }

@@ -275,6 +275,9 @@ public final class MicrovmDriver implements IsolationDriver {
         if (!Files.exists(specFile)) throw new IOException("no saved machine in " + req.stateDir());
         VmSpec spec = VmSpec.read(specFile);
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        // a snapshot the server died in: drop the overlay QEMU had not switched to, and links nothing uses
+        DiskLayers.recover(req.stateDir(), null);
+        DiskLayers.prune(req.stateDir(), spec, disk);
         Path state = spec.stateFile() == null ? null : req.stateDir().resolve(spec.stateFile());
         if (spec.memShared()) awaitHoles(req.stateDir().resolve(spec.memPath()));
         java.util.concurrent.CompletableFuture<Void> verified = java.util.concurrent.CompletableFuture.completedFuture(null);
@@ -320,7 +323,9 @@ public final class MicrovmDriver implements IsolationDriver {
             Files.deleteIfExists(req.stateDir().resolve(ParkManifest.FILE));
             m.cont();
         }
-        return connect(req, running, m, state != null, false);
+        MicrovmSandbox sb = connect(req, running, m, state != null, false);
+        DiskLayers.flattenIfDeep(m, req.stateDir());
+        return sb;
     }
 
     /**
@@ -350,38 +355,63 @@ public final class MicrovmDriver implements IsolationDriver {
     }
 
     /**
-     * A new machine from a snapshot: a qcow2 overlay on the snapshot's disk, and its RAM either mapped copy-on-write
-     * (share=off: a fork costs no copy, but its park must write every page it changed into the state stream) or,
-     * with {@code ownMemory}, copied (sparse) into the workspace so that it is the workspace's own share=on file
-     * like a booted machine's: park and resume then move only device state. Fresh workspaces made from the warm base
-     * own their memory (they must park like a booted machine); forks of a user's snapshot share it.
+     * A new machine from a snapshot: a qcow2 overlay on the snapshot's top disk layer, and its RAM either mapped
+     * copy-on-write (share=off: a fork costs no copy, but its park must write every page it changed into the state
+     * stream) or, with {@code ownMemory}, copied (sparse) into the workspace so that it is the workspace's own
+     * share=on file like a booted machine's: park and resume then move only device state. Fresh workspaces made from
+     * the warm base own their memory (they must park like a booted machine); forks of a user's snapshot share it.
+     *
+     * <p>A fork first hard-links every layer of the snapshot (disk chain, RAM, device state) into its own
+     * {@code layers/} directory ({@link DiskLayers}): from then on it needs nothing under the snapshot's name, so the
+     * snapshot may be deleted at any time, during this start too (the start then fails cleanly before its links
+     * are complete, or succeeds on its own links).
      */
     private Sandbox startFork(StartRequest req, Path snapDir, boolean ownMemory) throws IOException {
         VmSpec snap = VmSpec.read(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
-        Path state = snapDir.resolve(snap.stateFile());
-        Path snapDisk = snapDir.resolve(QemuMachine.DATA_DISK).toAbsolutePath();
+        Path snapDisk = snapDir.resolve(snap.disk() == null ? QemuMachine.DATA_DISK : snap.disk()).toAbsolutePath();
         // only a snapshot of a machine whose RAM was its own file has a stream without RAM pages: then its RAM file
         // can become the fork's own
-        boolean own = ownMemory && !Path.of(snap.memPath()).isAbsolute();
+        boolean own = ownMemory && !Path.of(snap.memPath()).isAbsolute() && DiskLayers.chain(snapDisk).isEmpty();
+        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
+        Path layers = DiskLayers.ensureDir(req.stateDir());
+        // the device state under a name of the fork's own (a read-only layer until the restore has read it)
+        Path state = layers.resolve(DiskLayers.newId("s-") + ".state");
+        DiskLayers.link(snapDir.resolve(snap.stateFile()), state);
         VmSpec spec;
         if (own) {
             copySparse(snapDir.resolve(snap.memPath()), req.stateDir().resolve("ram"));
-            spec = snap.withMemory("ram", true).withState(null);
-        } else {
-            spec = snap.withMemory(snapDir.resolve(snap.memPath()).toAbsolutePath().toString(), false).withState(null);
-        }
-        Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
-        if (own) {
+            spec = snap.withMemory("ram", true).withState(null).withDisk(null);
             // the workspace's own disk too (a warm base's is a few MiB, copied sparse), so nothing refers to the base
             copySparse(snapDisk, disk);
+            // layers are read-only and copies keep the mode: the workspace's own files must be writable by its QEMU
+            for (Path f : List.of(disk, req.stateDir().resolve("ram")))
+                Files.setPosixFilePermissions(f, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
         } else {
-            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", snapDisk.toString(),
-                    disk.toString()), 60);
+            String top;
+            String mem = snap.memPath();
+            if (snap.disk() != null) {
+                DiskLayers.linkAll(snapDir, req.stateDir());
+                top = snap.disk();
+            } else {
+                // a snapshot written before layers: its disk and RAM become layers of the fork
+                top = DiskLayers.DIR + "/" + DiskLayers.newId("d-") + ".qcow2";
+                DiskLayers.link(snapDisk, req.stateDir().resolve(top));
+                if (!Path.of(mem).isAbsolute()) {
+                    String ram = DiskLayers.DIR + "/" + DiskLayers.newId("r-") + ".ram";
+                    DiskLayers.link(snapDir.resolve(mem), req.stateDir().resolve(ram));
+                    mem = ram;
+                }
+            }
+            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", top, disk.toString()), 60);
+            spec = snap.withMemory(mem, false).withState(null).withDisk(null);
         }
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
+        Files.deleteIfExists(state);
         m.cont();
-        return connect(req, spec, m, true, true);
+        MicrovmSandbox sb = connect(req, spec, m, true, true);
+        if (!own) DiskLayers.flattenIfDeep(m, req.stateDir());
+        return sb;
     }
 
     private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked) throws IOException {
@@ -485,6 +515,10 @@ public final class MicrovmDriver implements IsolationDriver {
         if (f != null) f.join();
     }
 
+    /** Forks hard-link the snapshot's layers into their own directory ({@link DiskLayers}). */
+    @Override
+    public boolean forksOutliveSnapshot() { return true; }
+
     @Override
     public boolean hasSavedMemory(Path stateDir) {
         try {
@@ -535,7 +569,9 @@ public final class MicrovmDriver implements IsolationDriver {
                 cleanupRuntime(req.runtimeDir());
                 return Optional.empty();
             }
-            if (!status.equals("running")) m.cont(); // stopped for a snapshot when the server died
+            // stopped for a snapshot when the server died: finish or undo the disk switch, then continue
+            DiskLayers.recover(req.stateDir(), m);
+            if (!status.equals("running")) m.cont();
             AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
             return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent,
                     GuestRunLimits.readBack(agent, null), DiskThrottle.apply(m, req.resources().io())));
@@ -557,7 +593,17 @@ public final class MicrovmDriver implements IsolationDriver {
                 throw new IOException("the workspace has no saved memory state (it was not parked cleanly)");
             Files.createDirectories(snapshotStateDir);
             copySparse(workspaceStateDir.resolve(spec.stateFile()), snapshotStateDir.resolve("state"));
-            writeSnapshot(spec, workspaceStateDir, snapshotStateDir);
+            // the parked machine's own overlay is copied as the snapshot's top layer (the workspace writes it again
+            // when it resumes); the layers below it are linked, not copied
+            String top = DiskLayers.newId("d-") + ".qcow2";
+            Path wsLayers = DiskLayers.ensureDir(workspaceStateDir);
+            copySparse(workspaceStateDir.resolve(QemuMachine.DATA_DISK), wsLayers.resolve(top));
+            DiskLayers.seal(wsLayers.resolve(top));
+            try {
+                writeSnapshot(spec, workspaceStateDir, snapshotStateDir, top);
+            } finally {
+                Files.deleteIfExists(wsLayers.resolve(top)); // the workspace's disk does not build on this copy
+            }
         } catch (SandboxDamagedException e) {
             throw new SandboxException("microvm: the parked workspace's saved state failed verification, so no snapshot"
                     + " was taken of it: " + e.getMessage(), e);
@@ -566,17 +612,33 @@ public final class MicrovmDriver implements IsolationDriver {
         }
     }
 
-    /** Copies RAM (when the workspace owns it) and disk into {@code snapDir} and writes snapshot.json last. */
-    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir) throws IOException {
+    /**
+     * Fills {@code snapDir} from the workspace's {@code layers/}: hard links of the disk layer {@code topLayer} and of
+     * every layer below it (no disk byte is copied), the RAM (copied, sparse, when the workspace owns it; linked
+     * when it is a fork's read-only RAM layer), and writes snapshot.json last.
+     */
+    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer) throws IOException {
+        Path layers = DiskLayers.ensureDir(snapDir);
+        Path top = stateDir.resolve(DiskLayers.DIR).resolve(topLayer);
+        DiskLayers.link(top, layers.resolve(topLayer));
+        for (Path below : DiskLayers.chain(top)) {
+            String name = below.getFileName().toString();
+            // a layer; a chain of a fork made before layers goes on through the old snapshot's absolute path
+            if (name.startsWith("d-") && !Files.exists(layers.resolve(name))) DiskLayers.link(below, layers.resolve(name));
+        }
         String memPath;
         if (spec.memShared()) {
-            copySparse(stateDir.resolve(spec.memPath()), snapDir.resolve("ram"));
-            memPath = "ram";
+            memPath = DiskLayers.DIR + "/" + DiskLayers.newId("r-") + ".ram";
+            copySparse(stateDir.resolve(spec.memPath()), snapDir.resolve(memPath));
+        } else if (!Path.of(spec.memPath()).isAbsolute()) {
+            memPath = spec.memPath();
+            DiskLayers.link(stateDir.resolve(memPath), snapDir.resolve(memPath));
         } else {
-            memPath = stateDir.resolve(spec.memPath()).toAbsolutePath().toString();
+            memPath = spec.memPath(); // a fork made before layers maps its snapshot's RAM by absolute path
         }
-        copySparse(stateDir.resolve(QemuMachine.DATA_DISK), snapDir.resolve(QemuMachine.DATA_DISK));
-        spec.withMemory(memPath, false).withState("state").write(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
+        VmSpec.fsync(layers);
+        spec.withMemory(memPath, false).withState("state").withDisk(DiskLayers.DIR + "/" + topLayer)
+                .write(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
     }
 
     static void copySparse(Path from, Path to) throws IOException {

@@ -149,7 +149,8 @@ final class MicrovmSandbox implements Sandbox {
     /** The files a restore of {@code s} reads from the workspace's own directory. */
     static List<String> parkedFiles(VmSpec s) {
         List<String> files = new java.util.ArrayList<>(List.of("state", QemuMachine.DATA_DISK));
-        if (!Path.of(s.memPath()).isAbsolute()) files.add(s.memPath());
+        // a fork's RAM (share=off) is a read-only layer shared with its snapshot: the snapshot's digest covers it
+        if (s.memShared()) files.add(s.memPath());
         return files;
     }
 
@@ -161,13 +162,18 @@ final class MicrovmSandbox implements Sandbox {
             Files.createDirectories(snapshotStateDir);
             // a jailed QEMU sees only its own directories: it writes the state there, and the host moves it
             Path saved = stateDir.resolve(".snapshot-state");
-            machine.stopAndSave(saved);
-            Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            machine.stop();
             try {
-                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir);
+                // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state
+                // saved: both are of the same instant
+                String layer = DiskLayers.freezeLive(machine, stateDir);
+                machine.save(saved);
+                Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer);
             } finally {
                 machine.cont();
             }
+            lastFlatten = DiskLayers.flattenIfDeep(machine, stateDir);
             long millis = (System.nanoTime() - t0) / 1_000_000;
             VmSpec snap = VmSpec.read(snapshotStateDir.resolve(VmSpec.SNAPSHOT_FILE));
             return new ParkOutcome(true, stateBytes(snapshotStateDir, snap), millis);
@@ -176,10 +182,17 @@ final class MicrovmSandbox implements Sandbox {
         }
     }
 
-    /** State file + disk layer + RAM file, when that file belongs to {@code dir}. */
+    /** Whether the last snapshot started flattening the disk's backing chain (for tests). */
+    volatile boolean lastFlatten;
+
+    /** The machine (for tests in this package). */
+    QemuMachine machine() { return machine; }
+
+    /** State file + disk (a snapshot's: its top layer) + RAM file, when that file belongs to {@code dir}. */
     static long stateBytes(Path dir, VmSpec s) {
         Path ram = dir.resolve(s.memPath());
-        List<Path> files = new java.util.ArrayList<>(List.of(dir.resolve("state"), dir.resolve(QemuMachine.DATA_DISK)));
+        List<Path> files = new java.util.ArrayList<>(List.of(dir.resolve("state"),
+                dir.resolve(s.disk() == null ? QemuMachine.DATA_DISK : s.disk())));
         if (ram.toAbsolutePath().normalize().startsWith(dir.toAbsolutePath().normalize())) files.add(ram);
         return MicrovmDriver.allocatedBytes(files);
     }

@@ -81,7 +81,10 @@ final class QemuMachine implements AutoCloseable {
             a.add("-drive"); a.add("file=" + opt(spec.baseDisk()) + ",if=none,id=base,format=raw,readonly=on");
             a.add("-device"); a.add("virtio-blk-device,drive=base,serial=berth-base");
         }
-        a.add("-drive"); a.add("file=" + opt(dataDisk.toString()) + ",if=none,id=data,format=qcow2,discard=unmap");
+        // auto-read-only=off: QEMU reopens a file by its name only when told to. A snapshot renames the overlay it
+        // switched to (DiskLayers.freezeLive); with auto-read-only QEMU would reopen it by that stale name whenever its
+        // permissions change (a save inactivates the disk) and fail
+        a.add("-drive"); a.add("file=" + opt(dataDisk.toString()) + ",if=none,id=data,format=qcow2,discard=unmap,auto-read-only=off");
         a.add("-device"); a.add("virtio-blk-device,drive=data,serial=berth-data");
         a.add("-device"); a.add("virtio-serial-device,max_ports=2");
         a.add("-chardev"); a.add("socket,id=agent,path=" + opt(runtimeDir.resolve(AGENT_SOCK).toString()) + ",server=on,wait=off");
@@ -264,7 +267,7 @@ final class QemuMachine implements AutoCloseable {
             String status = r == null ? "" : r.path("status").asString("");
             if (status.equals("completed")) return;
             if (status.equals("failed") || status.equals("cancelled"))
-                throw new IOException("migration " + status + ": " + r.path("error-desc").asString(""));
+                throw new IOException("migration " + status + ": " + r.path("error-desc").asString("") + log());
             if (!process.isAlive()) throw new IOException("QEMU exited during migration");
             if (System.nanoTime() > deadline) throw new IOException("migration did not finish in " + timeout.toSeconds() + " s (" + status + ")");
             QmpClient.sleep(sleep);

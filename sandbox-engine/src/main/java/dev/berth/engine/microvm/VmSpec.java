@@ -20,27 +20,40 @@ import tools.jackson.databind.json.JsonMapper;
  *                  (x-ignore-shared); {@code false}: {@code memPath} is a snapshot's RAM file mapped copy-on-write
  *                  (share=off), so the stream carries every page the machine changed
  * @param stateFile device (+ private RAM) state to restore with {@code -incoming}, or {@code null}: boot cold
+ * @param disk      a snapshot's disk: its top layer ({@code layers/d-<id>.qcow2}, see {@link DiskLayers}), or
+ *                  {@code null}: {@code data.qcow2} in the same directory (a workspace's own disk; a snapshot
+ *                  written before layers)
  */
 record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, int memoryMiB, int vcpus,
-              String memPath, boolean memShared, String stateFile, int proxyPort) {
+              String memPath, boolean memShared, String stateFile, int proxyPort, String disk) {
+
+    VmSpec(String imageId, String kernel, String initramfs, String baseDisk, int memoryMiB, int vcpus,
+           String memPath, boolean memShared, String stateFile, int proxyPort) {
+        this(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, null);
+    }
 
     static final String WORKSPACE_FILE = "vm.json";
     static final String SNAPSHOT_FILE = "snapshot.json";
     static final String KIND = "vmspec";
     /**
-     * 2: a spec that names a state file has a {@link ParkManifest} beside it, and resume refuses the state without
+     * 3: a snapshot's spec may name its disk as a shared layer ({@code disk}) and its RAM as a layer file of its
+     * own {@code layers/} directory. 2: a spec that names a state file has a {@link ParkManifest} beside it, and resume refuses the state without
      * one. 1: the first version in the MetaFile format. Before it: plain JSON. Versions 1 and plain JSON are still
      * read (their parked states resume unverified, as they were written before manifests existed).
      */
-    static final int VERSION = 2;
+    static final int VERSION = 3;
     private static final ObjectMapper JSON = JsonMapper.builder().build();
 
     VmSpec withState(String state) {
-        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, state, proxyPort);
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, state, proxyPort, disk);
+    }
+
+    VmSpec withDisk(String layer) {
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, layer);
     }
 
     VmSpec withMemory(String path, boolean shared) {
-        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort);
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort, disk);
     }
 
     /**

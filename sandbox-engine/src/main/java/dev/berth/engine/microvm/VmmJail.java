@@ -67,7 +67,11 @@ final class VmmJail {
         int uid = HostIdentity.uidFor(id);
         Path state = specDir.toAbsolutePath();
         Path runtime = runtimeDir.toAbsolutePath();
-        HostCommand.exec("chown", "-R", uid + ":" + uid, state.toString(), runtime.toString());
+        // everything of the workspace's own becomes its uid's; its layers (shared with snapshots and other forks,
+        // DiskLayers) stay root's and read-only
+        HostCommand.exec("find", state.toString(), "-path", state.resolve(DiskLayers.DIR).toString(), "-prune", "-o",
+                "-exec", "chown", "-h", uid + ":" + uid, "{}", "+");
+        HostCommand.exec("chown", "-R", uid + ":" + uid, runtime.toString());
 
         Set<Path> ro = new LinkedHashSet<>();
         ro.add(Path.of(spec.kernel()));
@@ -79,13 +83,16 @@ final class VmmJail {
         List<Path> rw = new ArrayList<>();
         List<Integer> groups = new ArrayList<>();
         Path mem = state.resolve(spec.memPath()).normalize();
-        if (!mem.startsWith(state)) {
-            // a fork's shared RAM file (see the class comment)
-            int gid = HostIdentity.uidFor("ram:" + mem.getParent());
+        if (!spec.memShared()) {
+            // a fork's shared RAM file (see the class comment): a layer of its own directory, hard-linked with the
+            // snapshot's and its siblings' (the group is the layer's, the same for all of them), or a snapshot's file
+            // by absolute path (a fork made before layers)
+            boolean layer = mem.startsWith(state);
+            int gid = HostIdentity.uidFor("ram:" + (layer ? mem.getFileName() : mem.getParent()));
             HostCommand.exec("chgrp", String.valueOf(gid), mem.toString());
             HostCommand.exec("chmod", "0660", mem.toString());
             groups.add(gid);
-            rw.add(mem);
+            if (!layer) rw.add(mem);
         }
         ro.removeIf(p -> p.startsWith(state) || p.equals(mem));
 

@@ -61,6 +61,15 @@ public interface IsolationDriver {
     }
 
     /**
+     * Whether a fork started from a snapshot keeps everything it needs of it (its own links or copies), so that the
+     * snapshot may be deleted while forks of it live. Default: false (the engine then refuses to delete a snapshot
+     * that open forks, or snapshots of them, build on).
+     */
+    default boolean forksOutliveSnapshot() {
+        return false;
+    }
+
+    /**
      * Whether {@code stateDir} holds a complete saved state with memory (a finished park), so that the next start
      * restores it rather than booting cold. Default: false (drivers whose park keeps files only).
      */

@@ -83,17 +83,19 @@ class QemuMachineTest {
         Files.createDirectories(snap);
         sh.run("echo before > /tmp/marker; echo disk-before > /workspace/marker; sync", T);
         // as MicrovmSandbox.snapshot does: a jailed QEMU can write only its own state directory
-        vm.stopAndSave(stateDir.resolve(".snapshot-state"));
+        vm.stop();
+        String layer = DiskLayers.freezeLive(vm, stateDir);
+        vm.save(stateDir.resolve(".snapshot-state"));
         Files.move(stateDir.resolve(".snapshot-state"), snap.resolve("state"));
-        MicrovmDriver.writeSnapshot(spec, stateDir, snap);
+        MicrovmDriver.writeSnapshot(spec, stateDir, snap, layer);
         vm.cont();
-        sh.run("echo after > /tmp/marker", T);
-        byte[] ramBefore = Files.readAllBytes(snap.resolve("ram"));
+        sh.run("echo after > /tmp/marker; echo disk-after > /workspace/marker; sync", T);
         VmSpec s = VmSpec.read(snap.resolve(VmSpec.SNAPSHOT_FILE));
+        byte[] ramBefore = Files.readAllBytes(snap.resolve(s.memPath()));
         Path fdir = dir.resolve("fork");
         Files.createDirectories(fdir);
         ImageBuilder.run(java.util.List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
-                snap.resolve(QemuMachine.DATA_DISK).toString(), fdir.resolve(QemuMachine.DATA_DISK).toString()), 30);
+                snap.resolve(s.disk()).toString(), fdir.resolve(QemuMachine.DATA_DISK).toString()), 30);
         VmSpec fspec = s.withMemory(snap.resolve(s.memPath()).toString(), false).withState(null);
         try (QemuMachine f = QemuMachine.launch("qemu-system-x86_64", accel, fspec, fdir, fdir.resolve(QemuMachine.DATA_DISK),
                 dir.resolve("rt-fork"), snap.resolve("state"))) {
@@ -105,8 +107,8 @@ class QemuMachineTest {
             }
         }
         assertEquals("after", sh.run("cat /tmp/marker", T).strip());
-        assertEquals("disk-before", sh.run("cat /workspace/marker", T).strip());
-        assertTrue(java.util.Arrays.equals(ramBefore, Files.readAllBytes(snap.resolve("ram"))), "snapshot RAM unchanged");
+        assertEquals("disk-after", sh.run("cat /workspace/marker", T).strip());
+        assertTrue(java.util.Arrays.equals(ramBefore, Files.readAllBytes(snap.resolve(s.memPath()))), "snapshot RAM unchanged");
         assertFalse(Files.exists(dir.resolve("rt-fork").resolve("x")));
         assertNotEquals(0, ramBefore.length);
     }

@@ -115,12 +115,18 @@ class VmmJailTest {
             assertFalse(!image && (m.startsWith("/home") || m.startsWith("/work")), "host directories are in its jail: " + m);
             if (image) assertTrue(Files.isRegularFile(Path.of(m)), "a whole image directory is in its jail: " + m);
         }
-        // the fork's disk is backed by its snapshot's: that file (not the snapshot's or its origin's directories) is
-        // in its jail; its RAM file is the warm base's that its origin mapped too (a snapshot of a fork keeps no RAM)
+        // the fork's disk is backed by its snapshot's layers, hard links in its own state directory: nothing of the
+        // snapshot's or its origin's directories is in its jail, and those layers stay root's and read-only
         List<String> b = mountPoints(fork.hostPid());
-        assertTrue(b.contains(root.resolve("snap-a/data.qcow2").toString()), b.toString());
-        assertFalse(b.contains(root.resolve("snap-a").toString()), b.toString());
+        assertTrue(b.contains(root.resolve("ws-jail-b/state").toString()), b.toString());
+        for (String m : b) assertFalse(m.startsWith(root.resolve("snap-a").toString()), "the snapshot is in the fork's jail: " + b);
         assertFalse(b.contains(own), "the fork sees its origin's state directory: " + b);
+        try (var layers = Files.list(root.resolve("ws-jail-b/state/layers"))) {
+            for (Path l : layers.filter(p -> p.toString().endsWith(".qcow2")).toList()) {
+                assertEquals(0, Files.getAttribute(l, "unix:uid"), l.toString());
+                assertEquals("r--r--r--", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(l)), l.toString());
+            }
+        }
     }
 
     @Test
