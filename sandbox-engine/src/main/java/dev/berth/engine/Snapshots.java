@@ -38,11 +38,16 @@ final class Snapshots {
         return catalog.list(tenant).stream().map(s -> s.withDependents(dependents(s.id(), all))).toList();
     }
 
-    /** Live workspaces forked from the snapshot and snapshots taken of such workspaces, by label. */
+    /**
+     * Live workspaces forked from the snapshot whose driver keeps using its files ({@code forksNeedSnapshot}: not the
+     * namespace driver, whose forks own their layer) and snapshots taken of forks of it, by label.
+     */
     private List<String> dependents(String snapshotId, List<Store.SnapshotRecord> all) {
         List<String> users = new ArrayList<>();
         for (Workspace w : registry.all()) {
-            if (snapshotId.equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED) users.add("workspace " + w.label());
+            if (snapshotId.equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED && w.driver.forksNeedSnapshot()) {
+                users.add("workspace " + w.label());
+            }
         }
         for (Store.SnapshotRecord other : all) {
             if (snapshotId.equals(other.parent())) users.add("snapshot " + other.name());
@@ -122,7 +127,7 @@ final class Snapshots {
 
     /**
      * Deletes a snapshot. Refused while anything still builds on it (a microVM fork maps its snapshot's memory and
-     * uses its disk as backing file): open workspaces forked from it, or snapshots taken of such workspaces.
+     * uses its disk as backing file): open workspaces forked from it on such a driver, or snapshots taken of forks of it.
      */
     SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
         synchronized (registry.namesLock) {

@@ -75,6 +75,14 @@ public interface IsolationDriver {
     void cleanupRuntime(Path runtimeDir);
 
     /**
+     * Whether a workspace forked from a snapshot of this driver still uses the snapshot's files (the microVM's RAM
+     * file and backing disk), so that the snapshot cannot be deleted while such a fork is open. Default: true.
+     */
+    default boolean forksNeedSnapshot() {
+        return true;
+    }
+
+    /**
      * Copies the driver's persisted state of a workspace into a snapshot directory while the workspace is parked
      * (the engine parks a running workspace first only if the driver cannot {@link Sandbox#snapshot} it live).
      * Most drivers copy their state directory; the microVM driver also keeps the memory image.
