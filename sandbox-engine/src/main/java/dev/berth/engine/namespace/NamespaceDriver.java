@@ -67,7 +67,9 @@ public final class NamespaceDriver implements IsolationDriver {
             return Availability.no("the kernel does not allow user namespaces (kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0)");
         }
         return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
-                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : ""));
+                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : "")
+                + (pool != null ? "; layers are subvolumes of the btrfs pool " + pool.image() + " (constant-time snapshots and forks)"
+                        : "; layers are per-workspace ext4 images or directories (no layer pool: " + BtrfsPool.unavailable() + ")"));
     }
 
     @Override
