@@ -4,14 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: bubblewrap (namespace driver), QEMU + busybox + cpio + zstd (microVM driver and its images),
-# util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
+# btrfs-progs (the namespace driver's layer pool: subvolume snapshots and qgroup limits), util-linux's setpriv (dropping to a per-workspace uid) and fsfreeze (consistent snapshots of a workspace's disk image),
 # procps (tests look at processes), runsc (the gvisor level: Debian's gVisor); umoci, skopeo and docker-registry
 # (image tests write OCI images with real tools and pull them from a real registry on loopback; openssl makes the
 # token-auth test's signing certificate); for the supply-chain tests: git, nginx-light and fcgiwrap (a real git
 # smart-HTTP server and a PyPI index on loopback), brotli (br-encoded registry metadata); chromium (a real browser
 # loads an exposed port's page and its WebSocket in PreviewE2eTest).
 need=()
-for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs util-linux procps curl python3 runsc \
+for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs btrfs-progs util-linux procps curl python3 runsc \
            umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done

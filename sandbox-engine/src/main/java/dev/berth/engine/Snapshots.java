@@ -43,11 +43,17 @@ final class Snapshots {
         return catalog.list(tenant).stream().map(s -> s.withDependents(dependents(s.id(), all))).toList();
     }
 
-    /** Live workspaces forked from the snapshot and snapshots taken of such workspaces, by label. */
+    /**
+     * Live workspaces forked from the snapshot whose driver keeps using its files ({@code forksNeedSnapshot}: not the
+     * namespace driver, whose forks own their layer, nor the microVM's, whose forks link its layers) and snapshots
+     * taken of forks of it, by label.
+     */
     private List<String> dependents(String snapshotId, List<Store.SnapshotRecord> all) {
         List<String> users = new ArrayList<>();
         for (Workspace w : registry.all()) {
-            if (snapshotId.equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED) users.add("workspace " + w.label());
+            if (snapshotId.equals(w.fromSnapshot) && w.state() != WorkspaceState.CLOSED && w.driver.forksNeedSnapshot()) {
+                users.add("workspace " + w.label());
+            }
         }
         for (Store.SnapshotRecord other : all) {
             if (snapshotId.equals(other.parent())) users.add("snapshot " + other.name());
@@ -126,15 +132,16 @@ final class Snapshots {
     }
 
     /**
-     * Deletes a snapshot. Where the driver's forks keep what they need of their snapshot (microVM: hard links to its
-     * layers), the snapshot goes at once and its space is freed as its forks close. Otherwise refused while anything
-     * still builds on it: open workspaces forked from it, or snapshots taken of such workspaces.
+     * Deletes a snapshot. Where the driver's forks keep what they need of it ({@code forksNeedSnapshot} false: a
+     * microVM fork hard-links the snapshot's layers, a namespace fork owns its layer), the snapshot goes at once and
+     * its space is freed as its forks close. Otherwise refused while anything still builds on it: open workspaces
+     * forked from it, or snapshots taken of such workspaces.
      */
     SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
         synchronized (registry.namesLock) {
             Store.SnapshotRecord snap = catalog.find(tenant, ref);
             var driver = drivers.apply(snap.isolation());
-            List<String> users = driver != null && driver.forksOutliveSnapshot() ? List.of() : dependents(snap.id(), catalog.all());
+            List<String> users = driver != null && !driver.forksNeedSnapshot() ? List.of() : dependents(snap.id(), catalog.all());
             if (!users.isEmpty()) {
                 throw new EngineException(Kind.CONFLICT, "cannot delete snapshot '" + snap.name() + "': " + String.join(", ", users)
                         + " still build" + (users.size() == 1 ? "s" : "") + " on it; close or delete them first");

@@ -150,6 +150,13 @@ public abstract class AbstractTeardownLeakTest {
             }
         }
         m.put("loop devices on files under home", loops);
+        // the namespace driver's layer pool: subvolumes live inside its image, where the walk below does not look
+        var pool = dev.berth.engine.host.BtrfsPool.at(home.resolve("pool"));
+        if (Files.exists(pool.image())) {
+            try (var lease = pool.open()) {
+                m.put("layers in the pool", lease.names());
+            }
+        }
         m.put("cgroup folders of these workspaces", cgroupFolders().stream()
                 .filter(f -> opened.stream().anyMatch(f::contains)).toList());
         List<Path> files = new ArrayList<>();

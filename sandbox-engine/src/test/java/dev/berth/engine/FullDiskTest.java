@@ -28,6 +28,8 @@ class FullDiskTest {
     @BeforeEach
     void start() throws Exception {
         assumeTrue("root".equals(System.getProperty("user.name")), "mounting a tmpfs needs root");
+        // the full host disk under a workspace's own ext4 image (the layer pool's full case: NamespaceLayerPoolTest)
+        System.setProperty("berth.namespace.layers", "ext4");
         home = Files.createTempDirectory("berth-full-");
         Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", home.toString()).inheritIO().start();
         assertEquals(0, p.waitFor());
@@ -40,6 +42,7 @@ class FullDiskTest {
 
     @AfterEach
     void stop() throws Exception {
+        System.clearProperty("berth.namespace.layers");
         if (engine != null) engine.close();
         if (home != null) {
             new ProcessBuilder("umount", "-l", home.toString()).inheritIO().start().waitFor();

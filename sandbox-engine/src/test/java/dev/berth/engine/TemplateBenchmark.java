@@ -38,6 +38,7 @@ public final class TemplateBenchmark {
         double missMs;
         double hitMs;
         try (Engine engine = Engine.start(EngineConfig.defaults(home, List.of(driver)))) {
+            measure(engine, 0); // warm-up, not shown: the first snapshot and fork pay one-time costs (the layer pool is made)
             for (int files : sizes) rows.add(measure(engine, files));
             // run("true") round trip on an open workspace, median of 20
             String ws = engine.open(T, OpenRequest.ephemeral()).workspace().id();

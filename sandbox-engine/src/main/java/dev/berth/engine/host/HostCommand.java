@@ -25,4 +25,24 @@ public final class HostCommand {
             throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out);
         }
     }
+
+    /** Runs {@code cmd} like {@link #exec} and returns what it printed on standard output and error. */
+    public static String output(String... cmd) throws IOException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        try {
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException(String.join(" ", cmd) + " did not finish in 120 s");
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while running " + cmd[0]);
+        }
+        if (p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out.strip());
+        }
+        return out;
+    }
 }

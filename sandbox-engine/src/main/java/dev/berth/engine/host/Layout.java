@@ -18,23 +18,30 @@ import java.util.List;
  * layer/.berth-sock/ (image) or runtime/sock/ -> /run/berth   the agent's socket (host side listens)
  * </pre>
  *
- * The layer is a size-limited ext4 image ({@code state/disk.ext4}, mounted on {@code runtime/disk}; see
- * {@link DiskImage}) when Berth is root; otherwise, and for workspaces created before images, plain directories
- * in {@code state/} (no disk quota, and bind sources show host paths in the sandbox's mount table).
+ * When Berth is root the layer is a mounted filesystem on {@code runtime/disk}: a subvolume of the home's btrfs
+ * layer pool ({@code state/layer.btrfs} names it; {@link BtrfsPool}; the namespace driver where the pool can be used)
+ * or a size-limited ext4 image ({@code state/disk.ext4}; {@link DiskImage}; gVisor, hosts without btrfs, and
+ * workspaces made before the pool). Which one a workspace uses is decided by which of the two files its state
+ * directory holds, so the layouts of earlier builds stay readable. Otherwise, and for workspaces created before
+ * images, plain directories in {@code state/} (no disk quota, and bind sources show host paths in the sandbox's
+ * mount table).
  * Everything else is read-only or a fresh tmpfs ({@code /tmp}, cleared on every start, like a reboot).
  */
-public record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB) {
+public record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB, BtrfsPool pool) {
     public static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
 
     /** The layout of a sandbox that runs as its own unprivileged host uid when Berth is root (namespace driver). */
-    public static Layout of(StartRequest r) {
+    public static Layout of(StartRequest r) { return of(r, null); }
+
+    /** As {@link #of(StartRequest)}; a new workspace's layer is a subvolume of {@code pool} when it is not null. */
+    public static Layout of(StartRequest r, BtrfsPool pool) {
         return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(),
-                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB());
+                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB(), pool);
     }
 
     /** The layout of a sandbox whose files are served by a privileged helper as {@code uid} (gVisor's gofer: 0). */
     public static Layout owned(StartRequest r, int uid) {
-        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, r.resources().diskMiB());
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, r.resources().diskMiB(), null);
     }
 
     /** In the image layout the socket lives inside the image too, so its bind names no host path. */
@@ -67,15 +74,35 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         return uid > 0 && owner > 0 && owner != uid && IdmappedMount.unavailable() == null;
     }
 
-    /** Whether the writable layer is an image (quota enforced, no host paths inside). */
-    public boolean usesImage() { return Files.exists(image()); }
+    /** Whether the writable layer is a mounted filesystem, an ext4 image or a pool subvolume (quota enforced, no host paths inside). */
+    public boolean usesImage() { return Files.exists(image()) || usesPool(); }
+
+    /** Whether the layer is an ext4 image of its own (which {@code fsfreeze} can freeze alone). */
+    public boolean usesExt4Image() { return Files.exists(image()); }
+
+    /** The reference naming this workspace's subvolume in the layer pool. */
+    public Path layerRef() { return state.resolve(BtrfsPool.REF_FILE); }
+
+    /** Whether the layer is a subvolume of the layer pool. */
+    public boolean usesPool() { return Files.exists(layerRef(), java.nio.file.LinkOption.NOFOLLOW_LINKS); }
 
     /** Where {@link #DIRS} live: the mounted image, or the state directory. */
     public Path layer() { return usesImage() ? mountPoint() : state; }
 
     /** A new workspace: an image when Berth can mount one, else directories. */
     public void createFresh() throws IOException {
-        if (uid >= 0) {
+        if (uid > 0 && pool != null) {
+            try (BtrfsPool.Lease l = pool.open()) {
+                String name = l.create(uid, diskMiB);
+                try {
+                    Files.writeString(ownerFile(), uid + "\n");
+                    pool.writeRef(state, name);
+                } catch (IOException | RuntimeException e) {
+                    l.delete(name);
+                    throw e;
+                }
+            }
+        } else if (uid >= 0) {
             DiskImage.create(image(), diskMiB, uid);
             Files.writeString(ownerFile(), uid + "\n");
         }
@@ -89,7 +116,9 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public void prepare() throws IOException {
         checkReachable(state);
         checkReachable(runtime);
-        if (usesImage() && mapsOwner()) {
+        if (usesPool()) {
+            mountPoolLayer();
+        } else if (usesImage() && mapsOwner()) {
             DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid);
         } else if (usesImage()) {
             DiskImage.mount(image(), mountPoint());
@@ -143,14 +172,89 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         }
     }
 
+    /**
+     * Binds the workspace's subvolume on {@link #mountPoint} (the pool mount's {@code nosuid,nodev,noatime} carry
+     * over), idmapped when its files belong to another uid on disk (a fork's).
+     */
+    private void mountPoolLayer() throws IOException {
+        BtrfsPool.Ref ref = BtrfsPool.readRef(layerRef());
+        if (uid <= 0) throw new IOException("this workspace's files live in the layer pool " + ref.pool() + ", which needs Berth to run as root");
+        BtrfsPool p = BtrfsPool.at(ref.pool());
+        try (BtrfsPool.Lease l = p.open()) {
+            Path sub = l.path(ref.subvolume());
+            if (!Files.isDirectory(sub, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                throw new IOException("the workspace's layer " + ref.subvolume() + " is missing from the pool " + p.image());
+            }
+            Files.createDirectories(mountPoint());
+            if (DiskImage.isMounted(mountPoint())) DiskImage.unmount(mountPoint()); // left by a crash
+            if (mapsOwner()) {
+                IdmappedMount.bind(sub, mountPoint(), diskOwner(), uid);
+            } else {
+                HostCommand.exec("mount", "--bind", sub.toString(), mountPoint().toString());
+                HostCommand.exec("chown", "--no-dereference", uid + ":" + uid, mountPoint().toString());
+            }
+        }
+        Files.setPosixFilePermissions(mountPoint(), java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+    }
+
+    /**
+     * A snapshot of a pool layer: a read-only subvolume snapshot (constant time) named in {@code snapshotState},
+     * with the on-disk owner recorded. The caller keeps the workspace's processes frozen (or it is parked); btrfs
+     * flushes the subvolume's dirty data into the snapshot. Returns the bytes the snapshot references.
+     */
+    public static long snapshotPool(Path workspaceState, Path snapshotState) throws IOException {
+        BtrfsPool.Ref ref = BtrfsPool.readRef(workspaceState.resolve(BtrfsPool.REF_FILE));
+        BtrfsPool p = BtrfsPool.at(ref.pool());
+        Files.createDirectories(snapshotState);
+        try (BtrfsPool.Lease l = p.open()) {
+            String name = l.snapshot(ref.subvolume(), true, 0);
+            try {
+                Path owner = workspaceState.resolve(OWNER_FILE);
+                if (Files.isRegularFile(owner, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    Files.copy(owner, snapshotState.resolve(OWNER_FILE), java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                }
+                p.writeRef(snapshotState, name);
+            } catch (IOException | RuntimeException e) {
+                l.delete(name);
+                throw e;
+            }
+            return l.bytes(name)[0];
+        }
+    }
+
     /** A fork: the snapshot's files, given to this workspace's uid (the snapshot's workspace had its own). */
     public void copyFrom(Path snapshotState) throws IOException {
+        Path snapRef = snapshotState.resolve(BtrfsPool.REF_FILE);
+        if (Files.isRegularFile(snapRef, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            forkPool(snapshotState, BtrfsPool.readRef(snapRef));
+            prepare();
+            return;
+        }
         copyTree(snapshotState, state);
         prepare();
         // an image whose owner is recorded is mapped onto this uid (constant time); an older one is chowned file by file
         if (usesImage() && !mapsOwner()) {
             for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
             if (uid >= 0) Files.writeString(ownerFile(), uid + "\n");
+        }
+    }
+
+    /** A writable snapshot of the snapshot's subvolume (constant time) with this workspace's own disk limit. */
+    private void forkPool(Path snapshotState, BtrfsPool.Ref ref) throws IOException {
+        if (uid <= 0) throw new IOException("this snapshot's files live in the layer pool " + ref.pool() + ", which needs Berth to run as root");
+        Path owner = snapshotState.resolve(OWNER_FILE);
+        if (!Files.isRegularFile(owner, java.nio.file.LinkOption.NOFOLLOW_LINKS)) throw new IOException(snapshotState + " names no owner of its layer");
+        BtrfsPool p = BtrfsPool.at(ref.pool());
+        Files.createDirectories(state);
+        try (BtrfsPool.Lease l = p.open()) {
+            String name = l.snapshot(ref.subvolume(), false, diskMiB);
+            try {
+                Files.copy(owner, ownerFile(), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                p.writeRef(state, name);
+            } catch (IOException | RuntimeException e) {
+                l.delete(name);
+                throw e;
+            }
         }
     }
 

@@ -517,7 +517,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     /** Forks hard-link the snapshot's layers into their own directory ({@link DiskLayers}). */
     @Override
-    public boolean forksOutliveSnapshot() { return true; }
+    public boolean forksNeedSnapshot() { return false; }
 
     @Override
     public boolean hasSavedMemory(Path stateDir) {

@@ -2,6 +2,7 @@ package dev.berth.engine.namespace;
 
 import dev.berth.engine.agent.AgentBinary;
 import dev.berth.engine.host.BaseEtc;
+import dev.berth.engine.host.BtrfsPool;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
 import dev.berth.engine.host.HostIdentity;
@@ -36,11 +37,14 @@ public final class NamespaceDriver implements IsolationDriver {
 
     private final Path home;
     private final Path bwrap;
+    /** The home's layer pool, or null where pools cannot be used (then each workspace gets an ext4 image). */
+    private final BtrfsPool pool;
 
     /** @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}. */
     public NamespaceDriver(Path home) {
         this.home = home.toAbsolutePath();
         this.bwrap = findBwrap();
+        this.pool = BtrfsPool.unavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
     }
 
     private static Path findBwrap() {
@@ -63,7 +67,9 @@ public final class NamespaceDriver implements IsolationDriver {
             return Availability.no("the kernel does not allow user namespaces (kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0)");
         }
         return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
-                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : ""));
+                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : "")
+                + (pool != null ? "; layers are subvolumes of the btrfs pool " + pool.image() + " (constant-time snapshots and forks)"
+                        : "; layers are per-workspace ext4 images or directories (no layer pool: " + BtrfsPool.unavailable() + ")"));
     }
 
     /**
@@ -97,7 +103,7 @@ public final class NamespaceDriver implements IsolationDriver {
         try {
             Path agent = AgentBinary.extract(home.resolve("images"));
             Path etc = BaseEtc.prepare(home.resolve("images"));
-            Layout layout = Layout.of(request);
+            Layout layout = Layout.of(request, pool);
             try {
                 switch (request.mode()) {
                     case StartRequest.Fresh f -> {
@@ -134,16 +140,29 @@ public final class NamespaceDriver implements IsolationDriver {
     public List<Limit> limits(Resources r) {
         boolean root = HostIdentity.isRoot();
         List<Limit> out = new ArrayList<>(root ? CgroupLimits.predict(r) : CgroupLimits.none(r, "Berth is not root: it cannot create cgroups").limits());
-        out.add(root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
+        out.add(pool != null ? Limit.enforced("disk", r.diskMiB(), "MiB", POOL_DISK)
+                : root ? Limit.enforced("disk", r.diskMiB(), "MiB", "a size-limited ext4 image per workspace (loop mount)")
                 : Limit.notEnforced("disk", r.diskMiB(), "MiB", "Berth is not root: no loop mount, the layer is a plain directory"));
         out.addAll(root ? dev.berth.engine.host.BlockIoLimits.predict(r.io())
                 : Limit.ioNotEnforced(r.io(), "Berth is not root: it cannot create cgroups, and the layer is a plain directory"));
         return out;
     }
 
+    /** How the disk limit of a workspace in the layer pool is enforced. */
+    static final String POOL_DISK = "a btrfs qgroup limit on the exclusive bytes of the workspace's subvolume in the home's layer pool;"
+            + " writes beyond it get EDQUOT (data shared with the snapshot it was forked from is not counted)";
+
+    /** Forks of this driver own their files (a subvolume snapshot or a copy): deleting their snapshot takes nothing from them. */
+    @Override
+    public boolean forksNeedSnapshot() { return false; }
+
     @Override
     public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
         try {
+            if (Files.exists(workspaceStateDir.resolve(BtrfsPool.REF_FILE))) {
+                Layout.snapshotPool(workspaceStateDir, snapshotStateDir);
+                return;
+            }
             Layout.copyTree(workspaceStateDir, snapshotStateDir);
         } catch (IOException e) {
             throw new SandboxException("copying the workspace files failed: " + e.getMessage(), e);

@@ -47,7 +47,8 @@ final class NamespaceSandbox implements Sandbox {
     @Override
     public List<Limit> limits() {
         List<Limit> out = new ArrayList<>(limits.limits());
-        out.add(layout.usesImage()
+        out.add(layout.usesPool() ? Limit.enforced("disk", layout.diskMiB(), "MiB", NamespaceDriver.POOL_DISK)
+                : layout.usesImage()
                 ? Limit.enforced("disk", layout.diskMiB(), "MiB", "a size-limited ext4 image (loop mount); writes beyond it get ENOSPC")
                 : Limit.notEnforced("disk", layout.diskMiB(), "MiB", HostIdentity.isRoot()
                         ? "this workspace was created before disk images: its layer is a plain directory"
@@ -200,6 +201,7 @@ final class NamespaceSandbox implements Sandbox {
     @Override
     public ParkOutcome snapshot(Path snapshotStateDir) throws SandboxException {
         long t0 = System.nanoTime();
+        if (layout.usesPool()) return snapshotPool(snapshotStateDir, t0);
         try {
             agent.sync();
         } catch (IOException e) {
@@ -221,6 +223,24 @@ final class NamespaceSandbox implements Sandbox {
             if (frozen) limits.freeze(false);
         }
         return new ParkOutcome(false, Trees.bytes(snapshotStateDir), (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    /**
+     * A pool layer's snapshot: the processes frozen (where the freezer is available), then a read-only subvolume
+     * snapshot, which flushes the subvolume's dirty data itself and shares every extent (constant time; no
+     * {@code fsfreeze}, which would freeze the whole pool, every workspace's layer).
+     */
+    private ParkOutcome snapshotPool(Path snapshotStateDir, long t0) throws SandboxException {
+        boolean frozen = limits.freeze(true);
+        long bytes;
+        try {
+            bytes = Layout.snapshotPool(layout.state(), snapshotStateDir);
+        } catch (IOException e) {
+            throw new SandboxException("snapshotting the workspace's layer failed: " + e.getMessage(), e);
+        } finally {
+            if (frozen) limits.freeze(false);
+        }
+        return new ParkOutcome(false, bytes, (System.nanoTime() - t0) / 1_000_000);
     }
 
     @Override

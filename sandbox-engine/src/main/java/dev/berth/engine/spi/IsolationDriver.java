@@ -61,15 +61,6 @@ public interface IsolationDriver {
     }
 
     /**
-     * Whether a fork started from a snapshot keeps everything it needs of it (its own links or copies), so that the
-     * snapshot may be deleted while forks of it live. Default: false (the engine then refuses to delete a snapshot
-     * that open forks, or snapshots of them, build on).
-     */
-    default boolean forksOutliveSnapshot() {
-        return false;
-    }
-
-    /**
      * Whether {@code stateDir} holds a complete saved state with memory (a finished park), so that the next start
      * restores it rather than booting cold. Default: false (drivers whose park keeps files only).
      */
@@ -82,6 +73,15 @@ public interface IsolationDriver {
      * Called by the engine at start-up for every runtime directory it finds, before it deletes the directory.
      */
     void cleanupRuntime(Path runtimeDir);
+
+    /**
+     * Whether a workspace forked from a snapshot of this driver still uses the snapshot's files, so that the snapshot
+     * cannot be deleted while such a fork (or a snapshot of one) is open. False where a fork keeps everything it needs
+     * (its own links or copies): then the snapshot may be deleted while forks of it live. Default: true.
+     */
+    default boolean forksNeedSnapshot() {
+        return true;
+    }
 
     /**
      * Copies the driver's persisted state of a workspace into a snapshot directory while the workspace is parked

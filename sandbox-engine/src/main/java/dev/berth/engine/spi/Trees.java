@@ -13,12 +13,31 @@ import java.util.stream.Stream;
 public final class Trees {
     private Trees() {}
 
+    /**
+     * Frees what a reference file names outside the tree (the namespace driver's pool subvolumes) before the file
+     * itself is deleted. A release that fails stops the delete, so the reference survives and nothing leaks unnamed.
+     */
+    @FunctionalInterface
+    public interface Releaser {
+        void release(Path referenceFile) throws IOException;
+    }
+
+    private static final java.util.Map<String, Releaser> RELEASERS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Registers {@code r} for every regular file named {@code fileName} that {@link #delete} meets: a driver keeping a
+     * workspace's or snapshot's bulk data outside its state directory frees it when the engine deletes the directory.
+     */
+    public static void onDelete(String fileName, Releaser r) { RELEASERS.put(fileName, r); }
+
     /** Deletes a tree without following symbolic links. A missing tree is fine. */
     public static void delete(Path root) throws IOException {
         if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) return;
         Files.walkFileTree(root, new SimpleFileVisitor<>() {
             @Override
             public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Releaser r = attrs.isRegularFile() ? RELEASERS.get(file.getFileName().toString()) : null;
+                if (r != null) r.release(file);
                 Files.delete(file);
                 return FileVisitResult.CONTINUE;
             }

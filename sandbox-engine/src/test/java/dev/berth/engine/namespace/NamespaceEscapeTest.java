@@ -29,7 +29,8 @@ class NamespaceEscapeTest extends AbstractEscapeTest {
             assertTrue(r.stderr().contains("Read-only file system") || r.stderr().contains("Permission denied"), target + ": " + r.stderr());
         }
         // the writable layer is writable
-        assertTrue(sh("echo ok > /usr/local/x && echo ok > /root/x && echo ok > /tmp/x && echo ok > /var/tmp/x").exitCode() == 0);
+        RunResult w = sh("echo ok > /usr/local/x && echo ok > /root/x && echo ok > /tmp/x && echo ok > /var/tmp/x");
+        assertTrue(w.exitCode() == 0, w.toString());
     }
 
     @Test
