@@ -61,7 +61,15 @@ final class RequestDecoder extends ByteToMessageDecoder {
         cancelTimer();
         ByteBuf buffered = internalBuffer();
         if (buffered.isReadable()) {
-            ctx.channel().pipeline().fireChannelRead(ctx.alloc().buffer(0));
+            // Re-run this decoder on what it holds: an empty read handed to *this* handler. Fired from the pipeline's
+            // head instead, it would pass through the TLS handler of an intercepted tunnel, which decrypts nothing
+            // from it, and a request already buffered here would wait for bytes the client will never send.
+            try {
+                channelRead(ctx, io.netty.buffer.Unpooled.EMPTY_BUFFER);
+                channelReadComplete(ctx);
+            } catch (Exception e) {
+                ctx.fireExceptionCaught(e);
+            }
         }
     }
 

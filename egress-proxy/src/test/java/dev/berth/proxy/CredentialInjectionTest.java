@@ -210,6 +210,27 @@ class CredentialInjectionTest extends CredentialFixtureTest {
         }
     }
 
+    /**
+     * Two requests written at once into an intercepted tunnel (pipelining; also what a client's next request looks
+     * like when it arrives before the proxy has finished with the previous response): the second is decoded from the
+     * proxy's buffer once the first is answered. Its decrypted bytes wait behind the TLS handler, so the decoder must
+     * be re-run where it sits, not fed from the pipeline's head (where an empty read decrypts to nothing).
+     */
+    @Test
+    void pipelinedRequestsInsideInterceptedTunnel_bothAnswered() throws Exception {
+        try (CredentialGrant g = f.proxy.mint("ws-a", "run-a", List.of("github"));
+             Socket s = f.connect("api.cred.test", f.pA);
+             SSLSocket tls = CredentialFixture.tls(s, "api.cred.test", f.pA, f.proxy.caCertificatePem())) {
+            tls.setSoTimeout(20_000);
+            String host = "api.cred.test:" + f.pA;
+            String auth = "Authorization: Bearer " + g.environment().get("GITHUB_TOKEN") + "\r\n";
+            Harness.write(tls, "GET /one?expect=bearer HTTP/1.1\r\nHost: " + host + "\r\n" + auth + "\r\n"
+                    + "GET /two?expect=bearer HTTP/1.1\r\nHost: " + host + "\r\n" + auth + "\r\n");
+            assertEquals(200, Harness.Response.read(tls.getInputStream()).status());
+            assertEquals(200, Harness.Response.read(tls.getInputStream()).status(), "the pipelined second request was answered");
+        }
+    }
+
     /** What busybox wget sends a proxy for an https:// URL: absolute-form, no CONNECT. The proxy speaks TLS upstream. */
     static String rawRequest(EgressProxy.Listener l, String request) throws Exception {
         try (Socket s = new Socket(l.address().getAddress(), l.address().getPort())) {
