@@ -110,7 +110,14 @@ public final class ImageStore {
         ImageRecord r = byDigest(digest).orElseThrow(() -> new ImageException("image " + (name == null ? "" : "'" + name + "' ")
                 + digest + " is no longer in the store; the workspace cannot start without it"));
         Path c = contentDir(r.digest());
-        return new RootImage(name, r.digest(), c.resolve("rootfs"), c.resolve("base.ext4"));
+        Path rootfs = c.resolve("rootfs");
+        RootImage.RunAs runAs;
+        try {
+            runAs = ImageUser.resolve(rootfs, r.user()).orElse(null);
+        } catch (ImageException e) {
+            throw new ImageException("image " + (name == null ? "" : "'" + name + "' ") + r.digest() + ": " + e.getMessage(), e);
+        }
+        return new RootImage(name, r.digest(), rootfs, c.resolve("base.ext4"), runAs);
     }
 
     Path contentDir(String digest) { return store.resolve(digest.substring("sha256:".length())); }
@@ -239,6 +246,7 @@ public final class ImageStore {
             for (JsonNode e : cfg.path("Env")) env.add(e.asString(""));
             String wd = cfg.path("WorkingDir").asString("");
             String user = cfg.path("User").asString("");
+            ImageUser.resolve(rootfs, user); // a User the image cannot run as is refused now, not at every open
             ImageRecord rec = new ImageRecord(img.digest(), img.configDigest(), origin, img.architecture(), layers, layerBytes,
                     applier.treeBytes(), BaseDisk.allocated(ext4), DRIVERS, env, wd.isEmpty() ? null : wd,
                     user.isEmpty() ? null : user, Instant.now().toString(), (System.nanoTime() - t0) / 1_000_000, report.build());

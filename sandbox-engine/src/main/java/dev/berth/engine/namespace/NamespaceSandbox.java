@@ -137,8 +137,11 @@ final class NamespaceSandbox implements Sandbox {
                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"));
         }
         c.add(bwrap.toString());
+        // one uid inside (the workspace's own): root, or the image's User, as which the agent and its runs are seen
+        var runAs = req.image() == null ? null : req.image().runAs();
         c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--uid", "0", "--gid", "0", "--hostname", "workspace",
+                "--unshare-cgroup-try", "--uid", runAs == null ? "0" : Integer.toUnsignedString(runAs.uid()),
+                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", "workspace",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
         // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
         // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
