@@ -69,7 +69,7 @@ final class ImageCommand {
                     String name = one(a, "default needs an image name, or built-in to go back to the levels' own images");
                     store.setDefault(name.equals("built-in") ? null : name);
                     out.println(name.equals("built-in") ? "workspaces that name no image run on the levels' built-in images"
-                            : "workspaces that name no image run on " + name + " (on namespace and microvm; every tenant may open it)");
+                            : "workspaces that name no image run on " + name + " (on every level; every tenant may open it)");
                 }
                 case "rm" -> {
                     String name = one(a, "rm needs an image name");

@@ -46,8 +46,8 @@ public final class ImageStore {
     static final int VERSION = 1;
     static final String NAMES_KIND = "image-names";
     static final int NAMES_VERSION = 1;
-    /** The levels that can open an imported image (gVisor's packaged runsc is not wired to image roots yet). */
-    public static final List<String> DRIVERS = List.of("namespace", "microvm");
+    /** The levels that can open an imported image. */
+    public static final List<String> DRIVERS = List.of("namespace", "gvisor", "microvm");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final JsonMapper JSON = JsonMapper.builder().build();
 

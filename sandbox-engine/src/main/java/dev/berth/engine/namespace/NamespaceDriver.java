@@ -5,6 +5,7 @@ import dev.berth.engine.host.BaseEtc;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
 import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.ImageSeed;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.DriverCapabilities;
