@@ -83,8 +83,13 @@ public final class RecipeBuild {
                 Lines out = new Lines(label, say);
                 RunResult r = engine.run(tenant, new RunRequest(ws, step.run(), "/", Map.of(), stepTimeoutSeconds, null, null), out);
                 out.flush();
+                // the build is held to the recipe's allowlist: what the proxy refused is said with its reason
+                List<String> denied = new ArrayList<>();
+                for (EgressDenial d : r.egressDenied()) denied.add(d.host() + ":" + d.port() + " (" + d.reason() + ")");
+                for (String d : denied) say.accept("[" + label + "] egress denied: " + d);
                 if (r.exitCode() != 0) {
-                    String why = r.timedOut() ? "timed out after " + stepTimeoutSeconds + " s" : "failed with exit code " + r.exitCode();
+                    String why = (r.timedOut() ? "timed out after " + stepTimeoutSeconds + " s" : "failed with exit code " + r.exitCode())
+                            + (denied.isEmpty() ? "" : " (egress denied: " + String.join(", ", denied) + ")");
                     say.accept("[" + label + "] " + why);
                     throw new ImageException("build of '" + name + "' stopped: " + label + " " + why + "; nothing was kept."
                             + " Last output: " + tail(r.stderr().isBlank() ? r.stdout() : r.stderr()));
