@@ -32,8 +32,9 @@ final class ImageCommand {
     }
 
     static int run(List<String> argv, PrintStream out, PrintStream err) throws Options.UsageException {
-        if (argv.isEmpty()) throw new Options.UsageException("image needs a subcommand: import, pull, list, default, rm or gc");
+        if (argv.isEmpty()) throw new Options.UsageException("image needs a subcommand: import, pull, build, list, default, rm or gc");
         String sub = argv.get(0);
+        if (sub.equals("build")) return ImageBuildCommand.run(argv.subList(1, argv.size()), out, err);
         Args a = parse(argv.subList(1, argv.size()));
         Path home = (a.home != null ? a.home : Options.defaultHome()).toAbsolutePath();
         ImageStore store = new ImageStore(home);
@@ -69,7 +70,7 @@ final class ImageCommand {
                     String name = one(a, "default needs an image name, or built-in to go back to the levels' own images");
                     store.setDefault(name.equals("built-in") ? null : name);
                     out.println(name.equals("built-in") ? "workspaces that name no image run on the levels' built-in images"
-                            : "workspaces that name no image run on " + name + " (on namespace and microvm; every tenant may open it)");
+                            : "workspaces that name no image run on " + name + " (on every level; every tenant may open it)");
                 }
                 case "rm" -> {
                     String name = one(a, "rm needs an image name");
@@ -97,7 +98,7 @@ final class ImageCommand {
         for (String l : r.report().dropped()) out.println("  dropped: " + l);
         for (String l : r.report().changed()) out.println("  changed: " + l);
         if (r.user() != null && !r.user().equals("0") && !r.user().equals("root")) {
-            out.println("  note: the image's User is '" + r.user() + "'; runs still run as root inside the workspace");
+            out.println("  note: the image's User is '" + r.user() + "': runs are that user on the namespace level, root on microvm and gvisor");
         }
     }
 

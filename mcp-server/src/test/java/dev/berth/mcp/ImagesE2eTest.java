@@ -93,4 +93,40 @@ class ImagesE2eTest {
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }
+
+    @Test
+    void buildFromARecipe_throughTheCli_streamsTheSteps_andAFailingStepKeepsNothing() throws Exception {
+        assumeTrue(OciFixture.missingTools() == null, OciFixture::missingTools);
+        Path dir = Files.createTempDirectory("berth-build-e2e-");
+        // workspace sandboxes run as their own uid and must traverse the home's parents
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path home = Files.createDirectories(dir.resolve("home"));
+        try (OciFixture oci = new OciFixture(Files.createDirectories(dir.resolve("oci")))) {
+            Path layout = oci.busyboxLayout();
+            assertEquals(0, berth(home, "image", "import", layout + ":" + OciFixture.TAG, "--name", "tiny").exit());
+            Path recipe = Files.writeString(dir.resolve("recipe.json"), """
+                    {"berth_recipe": 1, "base": "tiny",
+                     "steps": [{"name": "greet", "run": "echo 'echo built by a recipe' > /bin/greet; busybox chmod 755 /bin/greet; greet"}],
+                     "env": {"BUILT": "1"}}
+                    """);
+            Cli build = berth(home, "image", "build", recipe.toString(), "--name", "greeter");
+            assertEquals(0, build.exit(), build.out());
+            assertTrue(build.out().contains("[step 1/1 'greet'] built by a recipe"), build.out());
+            assertTrue(build.out().contains("built greeter = sha256:"), build.out());
+            Cli list = berth(home, "image", "list");
+            assertTrue(list.out().contains("greeter ") && list.out().contains("recipe:" + recipe), list.out());
+
+            Path broken = Files.writeString(dir.resolve("broken.json"), """
+                    {"berth_recipe": 1, "base": "tiny", "steps": ["echo fine", {"name": "fails", "run": "exit 7"}]}
+                    """);
+            Cli fail = berth(home, "image", "build", broken.toString(), "--name", "broken");
+            assertEquals(1, fail.exit(), fail.out());
+            assertTrue(fail.out().contains("step 2/2 'fails' failed with exit code 7; nothing was kept"), fail.out());
+            assertTrue(!berth(home, "image", "list").out().contains("broken"));
+            Cli typo = berth(home, "image", "build", broken.toString());
+            assertEquals(2, typo.exit(), typo.out());
+        } finally {
+            dev.berth.engine.spi.Trees.delete(dir);
+        }
+    }
 }

@@ -116,6 +116,16 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
+     * Opens a recipe build's workspace (see {@link RecipeBuild}): a new unnamed namespace
+     * workspace on {@code req.image()} whose root is {@code buildRoot} (a scratch copy of that image's tree), entered
+     * writable, with the request's egress allowlist like any open.
+     */
+    public OpenResult openToBuild(Tenant tenant, OpenRequest req, java.nio.file.Path buildRoot) throws EngineException {
+        ensureOpen();
+        return lifecycle.open(tenant, req, buildRoot);
+    }
+
+    /**
      * Opens {@code count} workspaces from {@code req.fromSnapshot()}, started concurrently, all or nothing: each has
      * its own id, host identity and run placeholders. {@code count} must be within 1 and the operator's limit
      * ({@link TemplateSettings#forkLimit}); more than one needs a snapshot and no name.

@@ -57,6 +57,8 @@ final class Workspace {
     volatile ImageRef image;
     /** That image's record (its config's Env and WorkingDir are every run's defaults); null with the built-in image. */
     volatile dev.berth.engine.image.ImageRecord imageRecord;
+    /** A recipe build's writable root (a scratch copy of its base image), or null; never persisted. */
+    volatile java.nio.file.Path buildRoot;
 
     private volatile WorkspaceState state;
     Sandbox sandbox;

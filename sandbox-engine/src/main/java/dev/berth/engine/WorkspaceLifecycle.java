@@ -55,6 +55,11 @@ final class WorkspaceLifecycle {
     // ---------------------------------------------------------------- open
 
     OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
+        return open(tenant, req, null);
+    }
+
+    /** @param buildRoot a recipe build's writable root on the namespace level (see {@link Engine#openToBuild}), or null */
+    OpenResult open(Tenant tenant, OpenRequest req, java.nio.file.Path buildRoot) throws EngineException {
         long t0 = System.nanoTime();
         String name = req.name();
         WorkspaceRegistry.checkName("workspace", name);
@@ -62,6 +67,10 @@ final class WorkspaceLifecycle {
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
         Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshots.find(tenant, req.fromSnapshot());
         IsolationDriver driver = drivers.choose(req.isolation(), snap == null ? null : snap.isolation(), snap == null ? null : snap.name());
+        if (buildRoot != null && (!driver.name().equals("namespace") || snap != null || name != null || req.image() == null)) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "an image build runs in a new unnamed namespace workspace on its base"
+                    + " image (asked: isolation " + driver.name() + ", image " + req.image() + ")");
+        }
         Resources resources = DriverSelector.validate(tenant, req.resources());
         Policy egressPolicy = EgressPolicies.forWorkspace(config, req.egress());
         List<String> secrets = credentials.checkOpen(tenant, req.secrets());
@@ -98,6 +107,7 @@ final class WorkspaceLifecycle {
             if (image != null) {
                 ws.image = image.ref();
                 ws.imageRecord = image.record();
+                ws.buildRoot = buildRoot;
             }
             ws.lock.lock();
             registry.add(ws);
@@ -389,6 +399,7 @@ final class WorkspaceLifecycle {
         if (ws.image != null) {
             try {
                 root = images.rootImage(ws.image.name(), ws.image.digest());
+                if (ws.buildRoot != null) root = new dev.berth.engine.spi.RootImage(root.name(), root.digest(), ws.buildRoot, root.baseDisk(), null, true);
             } catch (dev.berth.engine.image.ImageException e) {
                 throw new IOException(e.getMessage(), e);
             }

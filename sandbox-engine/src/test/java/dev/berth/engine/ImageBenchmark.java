@@ -20,7 +20,8 @@ import java.util.Map;
  * Bring-your-own-image costs, side by side in one run: import of the same image from an OCI layout, a docker
  * archive and a registry pull (each into a home of its own), next to the bare tool ({@code umoci unpack} of the same
  * layout); the sizes of the OCI layers, the unpacked tree and the ext4 base; and open -> first exec on the imported
- * image next to the level's built-in image, per level (medians of {@code n} opens after one warm-up open each, which
+ * image next to the level's built-in image and an image built from a recipe on it ({@link RecipeBuild}, whose build
+ * time and sizes are printed too), per level (medians of {@code n} opens after one warm-up open each, which
  * for a microVM builds the warm base). The image is the busybox test image plus a payload directory copied from the
  * host (default {@code /usr/lib/python3.11}), so that the sizes mean something. Needs root, umoci, skopeo and
  * docker-registry.
@@ -61,8 +62,29 @@ public final class ImageBenchmark {
                     pulled.layerBytes() / 1048576.0, pulled.treeBytes() / 1048576.0, pulled.baseDiskBytes() / 1048576.0,
                     Files.size(archive) / 1048576.0);
 
+            // a recipe build on the pulled image (namespace level): one step that writes 1 MiB of new files and
+            // changes /etc; then the tree becomes an image like any import
+            long buildMs = -1;
+            ImageRecord built = null;
+            NamespaceDriver ns = new NamespaceDriver(home);
+            if (ns.probe().available()) {
+                try (Engine e = Engine.start(EngineConfig.defaults(home, List.of(ns)))) {
+                    var recipe = dev.berth.engine.image.Recipe.parse("""
+                            {"berth_recipe": 1, "base": "bench", "steps": [
+                              "busybox mkdir -p /opt/tool && busybox dd if=/dev/zero of=/opt/tool/data bs=64k count=16 2>/dev/null && echo built > /etc/built"]}
+                            """, "bench");
+                    long b0 = System.nanoTime();
+                    built = new RecipeBuild(e, Tenant.LOCAL, new Resources(1, 256, 256, 256), 600)
+                            .build(recipe, "bench-recipe", "recipe:bench", ImportLimits.DEFAULT, sink::add);
+                    buildMs = (System.nanoTime() - b0) / 1_000_000;
+                }
+                System.out.printf("%nrecipe build (copy of the base, 1 step in a workspace, import of the tree): %d ms, of which import %d ms;"
+                        + " image: tree %.1f MiB, ext4 base %.1f MiB, one layer %.1f MiB (uncompressed tar)%n", buildMs, built.importMillis(),
+                        built.treeBytes() / 1048576.0, built.baseDiskBytes() / 1048576.0, built.layerBytes() / 1048576.0);
+            }
+
             Path cache = Path.of(System.getProperty("berth.images.cache", "sandbox-engine/target/berth-images")).toAbsolutePath();
-            System.out.printf("%n%-12s %22s %22s%n", "level", "built-in open->exec ms", "imported open->exec ms");
+            System.out.printf("%n%-12s %22s %22s %22s%n", "level", "built-in open->exec ms", "imported open->exec ms", "recipe open->exec ms");
             for (String level : levels) {
                 IsolationDriver d = level.equals("microvm")
                         ? new MicrovmDriver(new ImageBuilder(cache, ImageBuilder.defaultScriptsDir()), MicrovmDriver.ImageKind.TEST)
@@ -74,7 +96,8 @@ public final class ImageBenchmark {
                 try (Engine e = Engine.start(EngineConfig.defaults(home, List.of(d)))) {
                     long builtIn = openMedian(e, null, n);
                     long imported = openMedian(e, "bench", n);
-                    System.out.printf("%-12s %22d %22d%n", level, builtIn, imported);
+                    long recipeImage = built == null ? -1 : openMedian(e, "bench-recipe", n);
+                    System.out.printf("%-12s %22d %22d %22d%n", level, builtIn, imported, recipeImage);
                 }
             }
         } finally {

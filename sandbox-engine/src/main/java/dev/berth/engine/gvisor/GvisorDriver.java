@@ -4,6 +4,7 @@ import dev.berth.engine.agent.AgentBinary;
 import dev.berth.engine.host.BaseEtc;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.ImageSeed;
 import dev.berth.engine.host.HostIdentity;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Availability;
@@ -119,10 +120,6 @@ public final class GvisorDriver implements IsolationDriver {
 
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
-        if (request.image() != null) {
-            throw new SandboxException("the gvisor level does not open imported images yet (image " + request.image().label()
-                    + "); use isolation namespace or microvm");
-        }
         Availability a = probe();
         if (!a.available()) throw new SandboxException("gvisor isolation is not available: " + a.reason());
         try {
@@ -132,7 +129,10 @@ public final class GvisorDriver implements IsolationDriver {
             Layout layout = Layout.owned(request, 0);
             try {
                 switch (request.mode()) {
-                    case StartRequest.Fresh f -> layout.createFresh();
+                    case StartRequest.Fresh f -> {
+                        layout.createFresh();
+                        if (request.image() != null) ImageSeed.seed(request.image(), layout);
+                    }
                     case StartRequest.Resume r -> layout.prepare();
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());
                     case StartRequest.Inspect i -> throw new SandboxException(name() + " workspaces keep no saved memory to fail"

@@ -12,9 +12,9 @@ import java.util.Map;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The OCI bundle runsc starts a workspace from: an empty read-only root with mount points, and {@code config.json}
- * describing the same filesystem view as the namespace driver (read-only host {@code /usr}, the curated
- * {@code /etc}, the workspace's writable layer, a size-capped {@code /tmp}, the agent and its socket), the agent as
+ * The OCI bundle runsc starts a workspace from: an empty read-only root with mount points (or an imported image's
+ * root tree, read-only), and {@code config.json} describing the same filesystem view as the namespace driver
+ * (read-only host {@code /usr} and the curated {@code /etc}, or the image's own; the workspace's writable layer, a size-capped {@code /tmp}, the agent and its socket), the agent as
  * the only process, with the two capabilities it needs to confine runs, and the cgroup limits. Stateless.
  */
 final class OciBundle {
@@ -54,13 +54,17 @@ final class OciBundle {
         boolean image = layout.usesImage();
         List<Object> mounts = new ArrayList<>();
         mounts.add(mount("/proc", "proc", "proc", List.of()));
-        mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
-        mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
+        if (req.image() == null) {
+            mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
+            mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
+        }
         mounts.add(mount("/tmp", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 1024) + "m")));
         mounts.add(mount("/workspace", "bind", s.resolve("workspace").toString(), List.of("rbind")));
         mounts.add(mount("/root", "bind", s.resolve("home").toString(), List.of("rbind")));
         mounts.add(mount("/usr/local", "bind", s.resolve("usr-local").toString(), List.of("rbind")));
         mounts.add(mount("/var", "bind", s.resolve("var").toString(), List.of("rbind")));
+        // an imported image's /run is read-only and lacks the agent's mount points: they are made in a tmpfs on it
+        if (req.image() != null) mounts.add(mount("/run", "tmpfs", "tmpfs", List.of("size=1m", "mode=755")));
         mounts.add(mount("/run/berth-agent", "bind", image ? s.resolve(".berth/berth-agent").toString() : agent.toString(), List.of("bind", "ro")));
         mounts.add(mount("/run/berth", "bind", layout.socketDir().toString(), List.of("rbind")));
 
@@ -95,7 +99,8 @@ final class OciBundle {
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("ociVersion", "1.0.2");
         spec.put("process", process);
-        spec.put("root", Map.of("path", "rootfs", "readonly", true));
+        // the imported image's root tree (read-only, never written), else the empty root made above
+        spec.put("root", Map.of("path", req.image() != null ? req.image().rootTree().toString() : "rootfs", "readonly", true));
         spec.put("hostname", "workspace");
         spec.put("mounts", mounts);
         spec.put("linux", linux);

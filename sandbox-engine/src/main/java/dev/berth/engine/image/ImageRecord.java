@@ -18,7 +18,7 @@ import java.util.List;
  * @param drivers       the isolation levels that can open it ({@code namespace}, {@code microvm})
  * @param env           the config's {@code Env}: every run's default environment (a run's own env wins)
  * @param workingDir    the config's {@code WorkingDir}: the default cwd of runs (null: /workspace)
- * @param user          the config's {@code User}, as written; runs still run as root inside the sandbox (see DESIGN.md)
+ * @param user          the config's {@code User}, as written; resolved at open by {@link ImageUser} (applied by the namespace driver, see DESIGN.md)
  * @param importedAt    ISO-8601 instant
  * @param importMillis  how long the import took
  * @param report        what the import dropped or changed

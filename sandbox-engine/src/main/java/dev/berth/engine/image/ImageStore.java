@@ -32,6 +32,7 @@ import tools.jackson.databind.json.JsonMapper;
  * home/images/oci/store/HEX/image.meta ImageRecord (MetaFile kind "image", version 1)
  * home/images/oci/store/HEX/rootfs/   the root tree, never written after the import
  * home/images/oci/store/HEX/base.ext4 the same tree as a read-only ext4 filesystem
+ * home/images/oci/store/HEX/build.log what the recipe build printed (images built from a recipe only)
  * home/images/oci/.import-PID-*       an import in progress (renamed into store/ when complete; gc removes a dead one)
  * </pre>
  *
@@ -46,8 +47,8 @@ public final class ImageStore {
     static final int VERSION = 1;
     static final String NAMES_KIND = "image-names";
     static final int NAMES_VERSION = 1;
-    /** The levels that can open an imported image (gVisor's packaged runsc is not wired to image roots yet). */
-    public static final List<String> DRIVERS = List.of("namespace", "microvm");
+    /** The levels that can open an imported image. */
+    public static final List<String> DRIVERS = List.of("namespace", "gvisor", "microvm");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -110,7 +111,14 @@ public final class ImageStore {
         ImageRecord r = byDigest(digest).orElseThrow(() -> new ImageException("image " + (name == null ? "" : "'" + name + "' ")
                 + digest + " is no longer in the store; the workspace cannot start without it"));
         Path c = contentDir(r.digest());
-        return new RootImage(name, r.digest(), c.resolve("rootfs"), c.resolve("base.ext4"));
+        Path rootfs = c.resolve("rootfs");
+        RootImage.RunAs runAs;
+        try {
+            runAs = ImageUser.resolve(rootfs, r.user()).orElse(null);
+        } catch (ImageException e) {
+            throw new ImageException("image " + (name == null ? "" : "'" + name + "' ") + r.digest() + ": " + e.getMessage(), e);
+        }
+        return new RootImage(name, r.digest(), rootfs, c.resolve("base.ext4"), runAs, false);
     }
 
     Path contentDir(String digest) { return store.resolve(digest.substring("sha256:".length())); }
@@ -191,6 +199,31 @@ public final class ImageStore {
 
     ImageRecord importWith(String name, ImportLimits limits, Consumer<String> progress, SourceOpener opener, String origin)
             throws ImageException, IOException {
+        return importWith(name, limits, progress, opener, origin, Map.of());
+    }
+
+    /**
+     * Makes a finished root tree (a recipe build's result) an image under {@code name}: one layer holding the tree
+     * as it is on disk (numeric owners kept), imported like any other, with {@code defaults} as the config's
+     * {@code config} ({@code Env}, {@code WorkingDir}, {@code User}) and {@code buildLog} kept as its {@code build.log}.
+     */
+    public ImageRecord importTree(Path tree, String name, String architecture, Map<String, Object> defaults, String origin,
+                                  String buildLog, ImportLimits limits, Consumer<String> progress) throws ImageException, IOException {
+        return importWith(name, limits, progress, scratch -> OciSource.layout(TreeLayout.write(tree, scratch.resolve("layout"),
+                architecture, defaults), null), origin, buildLog == null ? Map.of() : Map.of(BUILD_LOG, buildLog));
+    }
+
+    /** The build log kept with an image built from a recipe, or empty. */
+    public Optional<Path> buildLog(String digest) throws IOException {
+        if (digest == null || !OciSource.DIGEST.matcher(digest).matches()) return Optional.empty();
+        Path f = contentDir(digest).resolve(BUILD_LOG);
+        return Files.isRegularFile(f) ? Optional.of(f) : Optional.empty();
+    }
+
+    static final String BUILD_LOG = "build.log";
+
+    private ImageRecord importWith(String name, ImportLimits limits, Consumer<String> progress, SourceOpener opener, String origin,
+                                   Map<String, String> extraFiles) throws ImageException, IOException {
         checkName(name);
         long t0 = System.nanoTime();
         Files.createDirectories(store);
@@ -239,11 +272,13 @@ public final class ImageStore {
             for (JsonNode e : cfg.path("Env")) env.add(e.asString(""));
             String wd = cfg.path("WorkingDir").asString("");
             String user = cfg.path("User").asString("");
+            ImageUser.resolve(rootfs, user); // a User the image cannot run as is refused now, not at every open
             ImageRecord rec = new ImageRecord(img.digest(), img.configDigest(), origin, img.architecture(), layers, layerBytes,
                     applier.treeBytes(), BaseDisk.allocated(ext4), DRIVERS, env, wd.isEmpty() ? null : wd,
                     user.isEmpty() ? null : user, Instant.now().toString(), (System.nanoTime() - t0) / 1_000_000, report.build());
             // only what the image is made of stays: the source's copy (archive, pulled layout) goes
             for (String extra : List.of("archive", "layout")) Trees.delete(scratch.resolve(extra));
+            for (var e : extraFiles.entrySet()) Files.writeString(scratch.resolve(e.getKey()), e.getValue());
             MetaFile.write(scratch.resolve("image.meta"), KIND, VERSION, JSON.writeValueAsString(rec));
             traverseOnly(scratch);
             try (var lock = lock()) {

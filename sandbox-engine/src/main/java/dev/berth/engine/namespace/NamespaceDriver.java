@@ -6,6 +6,7 @@ import dev.berth.engine.host.BtrfsPool;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
 import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.ImageSeed;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.DriverCapabilities;
@@ -108,7 +109,11 @@ public final class NamespaceDriver implements IsolationDriver {
                 switch (request.mode()) {
                     case StartRequest.Fresh f -> {
                         layout.createFresh();
-                        if (request.image() != null) ImageSeed.seed(request.image(), layout);
+                        if (request.image() != null && request.image().writable()) {
+                            layout.chownForSandbox(request.image().rootTree()); // a build's scratch root: the sandbox writes it
+                        } else if (request.image() != null) {
+                            ImageSeed.seed(request.image(), layout);
+                        }
                     }
                     case StartRequest.Resume r -> layout.prepare(); // idempotent: fills in what a crash may have left out
                     case StartRequest.Fork f -> layout.copyFrom(f.snapshotStateDir());

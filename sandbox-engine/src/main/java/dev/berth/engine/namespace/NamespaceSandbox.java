@@ -139,8 +139,11 @@ final class NamespaceSandbox implements Sandbox {
                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"));
         }
         c.add(bwrap.toString());
+        // one uid inside (the workspace's own): root, or the image's User, as which the agent and its runs are seen
+        var runAs = req.image() == null ? null : req.image().runAs();
         c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--uid", "0", "--gid", "0", "--hostname", "workspace",
+                "--unshare-cgroup-try", "--uid", runAs == null ? "0" : Integer.toUnsignedString(runAs.uid()),
+                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", "workspace",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
         // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
         // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
@@ -152,7 +155,8 @@ final class NamespaceSandbox implements Sandbox {
         boolean image = layout.usesImage();
         if (req.image() != null) {
             // read-only base: the imported image's whole root tree, its own /etc included
-            c.addAll(List.of("--ro-bind", req.image().rootTree().toString(), "/"));
+            // (a recipe build's scratch root is entered writable, so that what its steps install lands in it)
+            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind", req.image().rootTree().toString(), "/"));
         } else {
             // read-only base: the host's /usr and a curated /etc
             c.addAll(List.of("--ro-bind", "/usr", "/usr"));
@@ -170,9 +174,11 @@ final class NamespaceSandbox implements Sandbox {
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));
         // per-workspace writable layer
         c.addAll(List.of("--bind", s.resolve("workspace").toString(), "/workspace"));
-        c.addAll(List.of("--bind", s.resolve("home").toString(), "/root"));
-        c.addAll(List.of("--bind", s.resolve("usr-local").toString(), "/usr/local"));
-        c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
+        if (req.image() == null || !req.image().writable()) {
+            c.addAll(List.of("--bind", s.resolve("home").toString(), "/root"));
+            c.addAll(List.of("--bind", s.resolve("usr-local").toString(), "/usr/local"));
+            c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
+        }
         // the agent and its socket
         c.addAll(List.of("--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
                 "--bind", layout.socketDir().toString(), "/run/berth"));

@@ -21,6 +21,8 @@ import java.util.concurrent.TimeUnit;
 public final class OciFixture implements AutoCloseable {
     public static final String TAG = "v1";
     public static final String MARKER = "berth-oci-test-image";
+    public static final int APP_UID = 1234;
+    public static final int APP_GID = 2345;
     private final Path dir;
     private Process registry;
     private int registryPort;
@@ -48,6 +50,14 @@ public final class OciFixture implements AutoCloseable {
 
     /** Like {@link #busyboxLayout()}, with a copy of {@code payload} (a host directory) at /opt/payload in layer 1. */
     public Path busyboxLayout(Path payload) throws IOException {
+        return busyboxLayout(payload, "0");
+    }
+
+    /**
+     * Like {@link #busyboxLayout(Path)}, with config {@code User} = {@code user}; /etc/passwd also names
+     * {@code app} (uid {@value #APP_UID}, gid {@value #APP_GID}) and /etc/group {@code app} and {@code staff} (gid 50).
+     */
+    public Path busyboxLayout(Path payload, String user) throws IOException {
         Path layout = dir.resolve("layout");
         Path bundle = dir.resolve("bundle");
         run("umoci", "init", "--layout", layout.toString());
@@ -62,7 +72,9 @@ public final class OciFixture implements AutoCloseable {
         }
         Files.createDirectories(root.resolve("etc"));
         Files.writeString(root.resolve("etc/os-release"), "ID=" + MARKER + "\n");
-        Files.writeString(root.resolve("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
+        Files.writeString(root.resolve("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\napp:x:" + APP_UID + ":" + APP_GID
+                + ":app:/home/app:/bin/sh\n");
+        Files.writeString(root.resolve("etc/group"), "root:x:0:\nstaff:x:50:\napp:x:" + APP_GID + ":\n");
         Files.writeString(root.resolve("etc/removed-later"), "lower layer\n");
         Files.createDirectories(root.resolve("srv/app"));
         Files.writeString(root.resolve("srv/app/hello.txt"), "hello from the image\n");
@@ -78,7 +90,7 @@ public final class OciFixture implements AutoCloseable {
         Files.writeString(root.resolve("etc/second-layer"), "upper layer\n");
         run("umoci", "repack", "--image", layout + ":" + TAG, bundle.toString());
         run("umoci", "config", "--image", layout + ":" + TAG, "--config.env", "GREETING=hello from the config",
-                "--config.workingdir", "/srv/app", "--config.user", "0");
+                "--config.workingdir", "/srv/app", "--config.user", user);
         return layout;
     }
 

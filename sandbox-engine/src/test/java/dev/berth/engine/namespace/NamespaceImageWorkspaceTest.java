@@ -37,6 +37,78 @@ class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
     }
 
     @Test
+    void imageUser_runsAsThatUser_resolvedThroughTheImagesPasswd_andAnUnknownUserIsRefusedAtImport() throws Exception {
+        var fixture = new dev.berth.engine.image.OciFixture(home.resolve("oci-user"));
+        Path layout = fixture.busyboxLayout(null, "app");
+        var limits = dev.berth.engine.image.ImportLimits.DEFAULT;
+        assertEquals("app", engine.images().importFrom(layout + ":v1", "as-app", limits, l -> { }).user());
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "as-app")).workspace().id();
+        RunResult r = run(ws, "id -u; id -g; id -un; echo mine > /workspace/by-app && stat -c '%u:%g' /workspace/by-app; echo x > /root/x && echo home-writable");
+        assertEquals(0, r.exitCode(), r.stderr());
+        assertEquals(java.util.List.of("1234", "2345", "app", "1234:2345", "home-writable"), r.stdout().strip().lines().toList());
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+
+        var ghost = new dev.berth.engine.image.OciFixture(home.resolve("oci-ghost"));
+        Path ghostLayout = ghost.busyboxLayout(null, "ghost");
+        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.berth.engine.image.ImageException.class,
+                () -> engine.images().importFrom(ghostLayout + ":v1", "ghost", limits, l -> { }));
+        assertTrue(e.getMessage().contains("no user 'ghost' in the image's /etc/passwd"), e.getMessage());
+        assertTrue(engine.images().digestOf("ghost").isEmpty());
+        engine.images().remove("as-app", java.util.Map.of());
+    }
+
+    @Test
+    void recipeBuild_runsItsStepsInAWorkspace_streamsProgress_keepsTheLog_andTheImageOpens() throws Exception {
+        var recipe = dev.berth.engine.image.Recipe.parse("""
+                {"berth_recipe": 1, "base": "tiny", "allow": [],
+                 "steps": ["echo '#!/bin/sh' > /bin/hello; echo 'echo hello from the recipe' >> /bin/hello; busybox chmod 755 /bin/hello",
+                           {"name": "config", "run": "echo built > /etc/built; echo state >> /var/lib/tiny/state; cat /etc/built"}],
+                 "env": {"RECIPE": "yes"}, "workdir": "/srv/app"}
+                """, "inline");
+        java.util.List<String> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        var build = new dev.berth.engine.RecipeBuild(engine, Tenant.LOCAL, SMALL, 120);
+        var built = build.build(recipe, "from-recipe", "recipe:inline", dev.berth.engine.image.ImportLimits.DEFAULT, progress::add);
+        assertTrue(progress.contains("[step 2/2 'config'] built"), progress.toString());
+        assertTrue(progress.stream().anyMatch(l -> l.startsWith("imported from-recipe = " + built.digest())), progress.toString());
+        String log = java.nio.file.Files.readString(engine.images().buildLog(built.digest()).orElseThrow());
+        assertTrue(log.contains("[step 1/2 'step 1'] echo '#!/bin/sh'") && log.contains("[step 2/2 'config'] built"), log);
+        assertEquals("recipe:inline", built.origin());
+
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, "namespace", SMALL, null, null, "from-recipe")).workspace().id();
+        RunResult r = run(ws, "hello; cat /etc/built /var/lib/tiny/state; echo \"$RECIPE $GREETING\"; pwd; cat /etc/os-release");
+        assertEquals(0, r.exitCode(), r.stderr());
+        assertEquals(java.util.List.of("hello from the recipe", "built", "seeded", "state", "yes hello from the config", "/srv/app",
+                "ID=" + dev.berth.engine.image.OciFixture.MARKER), r.stdout().strip().lines().toList());
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+        // the base image is as it was: the build ran on a copy
+        String base = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, "namespace", SMALL, null, null, "tiny")).workspace().id();
+        assertEquals("absent", run(base, "test -e /bin/hello && echo present || echo absent").stdout().strip());
+        engine.closeWorkspace(Tenant.LOCAL, base, true);
+        engine.images().remove("from-recipe", java.util.Map.of());
+    }
+
+    @Test
+    void recipeBuild_aFailingStep_stopsTheBuild_namesTheStep_andKeepsNothing() throws Exception {
+        var recipe = dev.berth.engine.image.Recipe.parse("""
+                {"berth_recipe": 1, "base": "tiny",
+                 "steps": ["echo one > /etc/one", {"name": "breaks", "run": "echo oops >&2; exit 3"}, "echo never > /etc/never"]}
+                """, "inline");
+        var workspacesBefore = engine.list(Tenant.LOCAL).stream().map(w -> w.id()).toList();
+        java.util.List<String> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.berth.engine.image.ImageException.class,
+                () -> new dev.berth.engine.RecipeBuild(engine, Tenant.LOCAL, SMALL, 120).build(recipe, "half", "recipe:inline",
+                        dev.berth.engine.image.ImportLimits.DEFAULT, progress::add));
+        assertTrue(e.getMessage().contains("step 2/3 'breaks' failed with exit code 3; nothing was kept") && e.getMessage().contains("oops"),
+                e.getMessage());
+        assertTrue(progress.stream().noneMatch(l -> l.contains("step 3/3")), progress.toString());
+        assertTrue(engine.images().digestOf("half").isEmpty());
+        try (var left = java.nio.file.Files.list(engine.images().dir())) {
+            assertEquals(java.util.List.of(), left.map(p -> p.getFileName().toString()).filter(f -> f.startsWith(".build-")).toList());
+        }
+        assertEquals(workspacesBefore, engine.list(Tenant.LOCAL).stream().map(w -> w.id()).toList(), "the build's workspace is gone");
+    }
+
+    @Test
     void imageRoot_isReadOnly() throws Exception {
         String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "tiny")).workspace().id();
         RunResult r = run(ws, "echo x > /etc/os-release");

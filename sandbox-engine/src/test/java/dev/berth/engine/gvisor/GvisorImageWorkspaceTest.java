@@ -1,0 +1,28 @@
+package dev.berth.engine.gvisor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.berth.engine.AbstractImageWorkspaceTest;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.spi.IsolationDriver;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+/** The image cases on gVisor: runsc's root is the image's root tree, read-only; the workspace's layer on top. */
+class GvisorImageWorkspaceTest extends AbstractImageWorkspaceTest {
+    @Override
+    protected IsolationDriver driver(Path home) { return new GvisorDriver(home); }
+
+    @Test
+    void imageRoot_isReadOnly_andTheWritableDirectoriesAreTheWorkspaces() throws Exception {
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "tiny")).workspace().id();
+        RunResult r = run(ws, "echo x > /etc/os-release");
+        assertTrue(r.exitCode() != 0, r.stdout());
+        assertTrue(r.stderr().contains("Read-only file system"), r.stderr());
+        assertEquals(0, run(ws, "echo x > /usr/local/x && echo x > /root/x && cat /var/lib/tiny/state").exitCode());
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+    }
+}
