@@ -28,10 +28,18 @@ final class HeadlessChromium implements AutoCloseable {
     private final String devtools;
 
     HeadlessChromium(Path dir, String url) throws IOException {
+        this(dir, url, new String[0]);
+    }
+
+    /** With extra command-line flags (e.g. {@code --host-resolver-rules=MAP *.previews.test 127.0.0.1}). */
+    HeadlessChromium(Path dir, String url, String... flags) throws IOException {
         profile = Files.createTempDirectory(dir, "chromium-profile");
         String bin = Files.isExecutable(Path.of("/usr/bin/chromium")) ? "/usr/bin/chromium" : "chromium";
-        process = new ProcessBuilder(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--user-data-dir=" + profile, "--remote-debugging-port=0", url).redirectErrorStream(true).start();
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(bin, "--headless", "--no-sandbox", "--disable-gpu",
+                "--no-first-run", "--user-data-dir=" + profile, "--remote-debugging-port=0"));
+        cmd.addAll(java.util.List.of(flags));
+        cmd.add(url);
+        process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         BufferedReader err = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         String found = null;
         StringBuilder log = new StringBuilder();
@@ -53,8 +61,18 @@ final class HeadlessChromium implements AutoCloseable {
         });
     }
 
-    /** Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. */
+    /**
+     * Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. When the
+     * page navigated meanwhile (a redirect, e.g. the preview token swapped for a cookie), its execution context is gone:
+     * evaluated again in the new one (at most 20 times).
+     */
     String evaluate(String expression, Duration timeout) throws Exception {
+        String r = evaluateOnce(expression, timeout);
+        for (int i = 0; i < 20 && r.contains("Execution context was destroyed"); i++) r = evaluateOnce(expression, timeout);
+        return r;
+    }
+
+    private String evaluateOnce(String expression, Duration timeout) throws Exception {
         URI browser = URI.create(devtools);
         HttpClient http = HttpClient.newHttpClient();
         String list = http.send(HttpRequest.newBuilder(URI.create("http://" + browser.getRawAuthority() + "/json/list")).build(),
