@@ -34,7 +34,8 @@ class PreviewHttpE2eTest {
         dir = Files.createTempDirectory("berth-preview-http-");
         server = BerthHttp.start(dir, """
                 {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}, {"tenant": "bob", "sha256": "%s"}]},
-                 "tenants": {"alice": {}, "bob": {}}}
+                 "tenants": {"alice": {}, "bob": {}},
+                 "http": {"previews": {"host_header": "preserve"}}}
                 """.formatted(BearerAuthenticatorTest.sha256("alice-token"), BearerAuthenticatorTest.sha256("bob-token")));
         alice = McpBridge.http(server.url("/mcp"), "alice-token");
         alice.connect();
@@ -94,6 +95,20 @@ class PreviewHttpE2eTest {
         assertEquals("303", curl("-c", jar.toString(), url + "?berth_token=alice-token")[1]);
         String[] cookie = curl("-b", jar.toString(), url);
         assertEquals("alice's page\n", cookie[0], cookie[1]);
+
+        // host_header "preserve": the app sees the Host and Origin the browser sent, and X-Forwarded-*
+        String app = new String(PreviewHttpE2eTest.class.getResourceAsStream("/preview/redirect_app.py").readAllBytes(), StandardCharsets.UTF_8);
+        ok(alice, "write_file", Map.of("workspace", ws, "path", "/workspace/app.py", "content", app));
+        ok(alice, "run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "exec python3 /workspace/app.py 8002"));
+        ok(alice, "run", Map.of("workspace", ws, "timeout_s", 60, "command", "python3 -c 'import socket, time\nwhile True:\n"
+                + "    try:\n        socket.create_connection((\"127.0.0.1\", 8002)).close(); break\n    except OSError:\n        time.sleep(0.05)'"));
+        String echoUrl = ok(alice, "expose_port", Map.of("workspace", ws, "port", 8002)).path("url").asString() + "echo";
+        JsonNode echo = tools.jackson.databind.json.JsonMapper.builder().build().readTree(
+                curl("-H", "Authorization: Bearer alice-token", "-H", "Origin: " + server.url(""), echoUrl)[0]);
+        assertEquals("127.0.0.1:" + server.port, echo.path("host").asString(), echo.toString());
+        assertEquals(server.url(""), echo.path("origin").asString(), echo.toString());
+        assertEquals("127.0.0.1:" + server.port, echo.path("x_forwarded_host").asString(), echo.toString());
+        assertEquals("http", echo.path("x_forwarded_proto").asString(), echo.toString());
 
         JsonNode refused = bob.call("expose_port", Map.of("workspace", ws, "port", 8000));
         assertTrue(refused.path("isError").asBoolean(), refused.toString());

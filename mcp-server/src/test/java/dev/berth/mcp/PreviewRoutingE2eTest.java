@@ -209,6 +209,46 @@ class PreviewRoutingE2eTest {
         }
     }
 
+    @Test
+    void closedWorkspace_404_andAnAppThatNeverReads_stallsTheUploadInsteadOfBufferingIt() throws Exception {
+        String ws = ok(alice, "open_workspace", Map.of("name", "sink")).path("workspace").asString();
+        // accepts connections and never reads from them
+        ok(alice, "write_file", Map.of("workspace", ws, "path", "/workspace/sink.py", "content",
+                "import socket, time\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                        + "s.bind(('127.0.0.1', 8009))\ns.listen(16)\nheld = []\nwhile True:\n    held.append(s.accept()[0])\n"));
+        serve(alice, ws, "exec python3 /workspace/sink.py", 8009);
+        String url = ok(alice, "expose_port", Map.of("workspace", ws, "port", 8009, "access", "link")).path("url").asString();
+        String id = java.net.URI.create(url).getHost().split("\\.")[0];
+
+        // a 1 GiB upload to it: the client's writes stall once the bounded buffers on the way are full
+        long sent = 0;
+        try (java.nio.channels.SocketChannel c = java.nio.channels.SocketChannel.open(new java.net.InetSocketAddress("127.0.0.1", server.port));
+             java.nio.channels.Selector sel = java.nio.channels.Selector.open()) {
+            c.write(java.nio.ByteBuffer.wrap(("POST /p/" + id + "/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII)));
+            c.configureBlocking(false);
+            c.register(sel, java.nio.channels.SelectionKey.OP_WRITE);
+            java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate(1 << 16);
+            while (sent < (1L << 30)) {
+                chunk.clear();
+                int n = c.write(chunk);
+                sent += n;
+                if (n == 0) {
+                    sel.selectedKeys().clear();
+                    if (sel.select(5_000) == 0) break; // not writable for 5 s: back-pressure reached the client
+                }
+            }
+        }
+        assertTrue(sent < 64L << 20, "the upload stalled after " + sent + " bytes, not buffered by the server (of 1 GiB)");
+        assertEquals("root page\n", curl("-H", "Authorization: Bearer alice-token", pathUrl)[0], "the server serves on");
+
+        ok(alice, "close_workspace", Map.of("workspace", ws, "delete", true));
+        String[] gone = curl(server.url("/p/" + id + "/"));
+        assertEquals("404", gone[1], gone[0]);
+        assertEquals("no such preview (never exposed, unexposed, or its workspace closed)\n", gone[0]);
+        assertEquals("404", viaHost(id, "/")[1]);
+    }
+
     private static String header(String heads, String name) {
         for (String line : heads.split("\r\n")) {
             if (line.regionMatches(true, 0, name + ":", 0, name.length() + 1)) return line.substring(name.length() + 1).strip();
