@@ -61,17 +61,21 @@ final class HttpCommand {
                 .keepAliveInterval(Duration.ofSeconds(30)).build();
         McpSyncServer streamableServer = BerthServer.build(McpServer.sync(streamable), engine, CallContext::tenant, cancellations, "streamable-http");
         McpSyncServer sseServer = BerthServer.build(McpServer.sync(sse), engine, CallContext::tenant, cancellations, "sse");
-        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse, meters);
+        // previews on the MCP server's own port (a front that relays everything else to Tomcat on loopback), unless
+        // BERTH_PREVIEW_PORT asks for a listener of their own
+        String separatePort = System.getProperty("berth.preview.port", System.getenv("BERTH_PREVIEW_PORT"));
+        boolean front = separatePort == null;
+        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse, meters, front);
         // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
         HomeSocket home = HomeSocket.listen(engine.home(), engine);
-        dev.berth.mcp.preview.PreviewServer previews = startPreviews(config, auth, engine);
+        dev.berth.mcp.preview.PreviewServer[] previewsRef = new dev.berth.mcp.preview.PreviewServer[1];
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (home != null) home.close();
             streamableServer.closeGracefully();
             sseServer.closeGracefully();
+            if (previewsRef[0] != null) previewsRef[0].close();
             http.close();
-            if (previews != null) previews.close();
             engine.close();
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             stopped.countDown();
@@ -88,40 +92,61 @@ final class HttpCommand {
             System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + " (see the log above)");
             return 1;
         }
+        int port = http.port();
+        if (front) {
+            try {
+                previewsRef[0] = startPreviews(config, auth, engine, config.http().bind(), config.http().port(),
+                        new java.net.InetSocketAddress("127.0.0.1", http.port()));
+            } catch (RuntimeException e) {
+                // a port in use is a bind failure; Netty throws it unchecked
+                System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + e.getMessage());
+                return 1;
+            }
+            port = previewsRef[0].port();
+        } else {
+            try {
+                previewsRef[0] = startPreviews(config, auth, engine, config.http().bind(), Integer.parseInt(separatePort), null);
+            } catch (RuntimeException e) {
+                System.err.println("berth: no preview listener (expose_port will refuse): " + e.getMessage());
+            }
+        }
         if (!loopback(config.http().bind()) && config.http().publicUrl().startsWith("http:")) {
             System.err.println("berth: warning: listening on " + config.http().bind() + " over plain HTTP: bearer tokens cross the"
                     + " network in clear. Put TLS in front and set http.public_url to its https:// URL (and http.allowed_hosts"
                     + " to the names clients use)");
         }
-        System.err.println("berth http listening on " + config.http().bind() + ":" + http.port() + " (Streamable HTTP "
+        System.err.println("berth http listening on " + config.http().bind() + ":" + port + " (Streamable HTTP "
                 + HttpServer.MCP + ", legacy SSE " + HttpServer.SSE + "; public URL " + config.http().publicUrl() + ")");
         stopped.await();
         return 0;
     }
 
     /**
-     * Exposed ports over HTTP: their own listener on the same bind address (port BERTH_PREVIEW_PORT, or any free
-     * one), URLs under the host of http.public_url with that port; a tenant's preview takes the same bearer tokens as
-     * MCP (static or JWT). Requests for workspaces of tenants of this config may wake them.
+     * Exposed ports over HTTP, with the same bearer tokens as MCP (static or JWT); requests for workspaces of tenants
+     * of this config may wake them. With {@code backend} (the default) this listener owns the public port: previews
+     * at {@code <public_url>/p/<id>/} (or {@code <id>.<http.previews.domain>}) and every other request relayed to the
+     * MCP endpoint at {@code backend}. Without it (BERTH_PREVIEW_PORT) a listener of its own on that port, URLs under
+     * the host of http.public_url with that port.
      */
-    static dev.berth.mcp.preview.PreviewServer startPreviews(OperatorConfig config, BearerAuthenticator auth, Engine engine) {
+    static dev.berth.mcp.preview.PreviewServer startPreviews(OperatorConfig config, BearerAuthenticator auth, Engine engine,
+                                                              String bind, int port, java.net.InetSocketAddress backend) {
+        java.net.URI pub = java.net.URI.create(config.http().publicUrl());
+        String base = backend != null ? config.http().publicUrl()
+                : pub.getScheme() + "://" + (pub.getHost().contains(":") ? "[" + pub.getHost() + "]" : pub.getHost()) + ":{port}";
+        OperatorConfig.Previews pc = config.http().previews();
+        engine.ports().setTenantResolver(id -> config.tenants().containsKey(id) ? config.tenant(id) : null);
         try {
-            String port = System.getProperty("berth.preview.port", System.getenv("BERTH_PREVIEW_PORT"));
-            java.net.URI pub = java.net.URI.create(config.http().publicUrl());
-            String base = pub.getScheme() + "://" + (pub.getHost().contains(":") ? "[" + pub.getHost() + "]" : pub.getHost()) + ":{port}";
-            engine.ports().setTenantResolver(id -> config.tenants().containsKey(id) ? config.tenant(id) : null);
             var p = new dev.berth.mcp.preview.PreviewServer(engine, token -> auth.authenticate("Bearer " + token)
                     instanceof dev.berth.mcp.http.AuthResult.Granted g ? g.tenant().id() : null,
-                    new dev.berth.mcp.preview.PreviewServer.Settings(config.http().bind(), port == null ? 0 : Integer.parseInt(port), base,
-                            dev.berth.mcp.preview.PreviewServer.Settings.DEFAULT_MAX_CONNECTIONS, null, null)).start();
-            System.err.println("berth http: previews of exposed ports at " + p.base() + "/p/<id>/");
+                    new dev.berth.mcp.preview.PreviewServer.Settings(bind, port, base,
+                            dev.berth.mcp.preview.PreviewServer.Settings.DEFAULT_MAX_CONNECTIONS, pc == null ? null : pc.hostHeader(), null,
+                            pc == null ? null : pc.domain(), backend)).start();
+            System.err.println("berth http: previews of exposed ports at " + p.base() + "/p/<id>/"
+                    + (pc != null && pc.domain() != null ? " and <id>." + pc.domain() : ""));
             return p;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return null;
-        } catch (RuntimeException e) {
-            System.err.println("berth: no preview listener (expose_port will refuse): " + e.getMessage());
-            return null;
+            throw new IllegalStateException("interrupted while starting the preview listener", e);
         }
     }
 

@@ -117,10 +117,23 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * @param publicUrl       how clients reach this server (scheme://host[:port]); the OAuth resource identifier
      * @param allowedOrigins  Origin values accepted (DNS-rebinding protection); {@code host:*} allows any port
      * @param allowedHosts    Host header values accepted; {@code host:*} allows any port
+     * @param previews        how exposed ports are served (optional)
      */
     public record Http(String bind, Integer port, @JsonProperty("public_url") String publicUrl,
                        @JsonProperty("allowed_origins") List<String> allowedOrigins,
-                       @JsonProperty("allowed_hosts") List<String> allowedHosts) {}
+                       @JsonProperty("allowed_hosts") List<String> allowedHosts, Previews previews) {}
+
+    /**
+     * Exposed ports over HTTP (issue 13). They are served on the MCP server's own port, at
+     * {@code <public_url>/p/<id>/}, or at {@code <scheme>://<id>.<domain>[:<port of public_url>]/} with a domain.
+     *
+     * @param domain     wildcard domain whose names all resolve to this server ({@code *.previews.example.com}): each
+     *                   exposure gets its own host name, so apps that must live at {@code /} work, and previews of
+     *                   different tenants are different browser origins
+     * @param hostHeader the Host the app sees: {@code "localhost"} (default: {@code localhost:<port>}),
+     *                   {@code "preserve"} (what the browser sent), or a literal {@code host[:port]}
+     */
+    public record Previews(String domain, @JsonProperty("host_header") String hostHeader) {}
 
     public record Auth(List<StaticToken> tokens, Jwt jwt) {}
 
@@ -234,9 +247,9 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         }
         if (c == null) throw new ConfigException("config " + file + " is empty");
         if (bind != null || port != null) {
-            Http h = c.http() == null ? new Http(null, null, null, null, null) : c.http();
+            Http h = c.http() == null ? new Http(null, null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
-                    h.allowedOrigins(), h.allowedHosts()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
+                    h.allowedOrigins(), h.allowedHosts(), h.previews()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
                     c.metrics(), c.pool());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
@@ -255,13 +268,13 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     /** Fills what the operator left out; {@code dir} resolves relative file names. */
     private OperatorConfig withDefaults(Path dir) {
-        Http h = http == null ? new Http(null, null, null, null, null) : http;
+        Http h = http == null ? new Http(null, null, null, null, null, null) : http;
         String bind = h.bind() == null ? DEFAULT_BIND : h.bind();
         int port = h.port() == null ? DEFAULT_PORT : h.port();
         String hostForUrl = bind.contains(":") ? "[" + bind + "]" : bind;
         String publicUrl = h.publicUrl() == null ? "http://" + hostForUrl + ":" + port : stripSlash(h.publicUrl());
         h = new Http(bind, port, publicUrl, h.allowedOrigins() == null ? LOOPBACK_ORIGINS : h.allowedOrigins(),
-                h.allowedHosts() == null ? LOOPBACK_HOSTS : h.allowedHosts());
+                h.allowedHosts() == null ? LOOPBACK_HOSTS : h.allowedHosts(), h.previews());
         Auth a = auth == null ? new Auth(List.of(), null) : new Auth(auth.tokens() == null ? List.of() : auth.tokens(), auth.jwt());
         if (a.jwt() != null) {
             Jwt j = a.jwt();
@@ -352,6 +365,16 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         if (!("http".equals(u.getScheme()) || "https".equals(u.getScheme())) || u.getHost() == null
                 || (u.getPath() != null && !u.getPath().isEmpty())) {
             throw new ConfigException(at + "http.public_url must be http(s)://host[:port] with no path, got \"" + http.publicUrl() + "\"");
+        }
+        if (http.previews() != null) {
+            String d = http.previews().domain();
+            if (d != null && !d.matches("(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")) {
+                throw new ConfigException(at + "http.previews.domain must be a lower-case DNS name (previews are <id>.<domain>), got \"" + d + "\"");
+            }
+            String hh = http.previews().hostHeader();
+            if (hh != null && !hh.matches("[A-Za-z0-9.:\\[\\]-]{1,255}")) {
+                throw new ConfigException(at + "http.previews.host_header must be \"localhost\", \"preserve\" or a host[:port], got \"" + hh + "\"");
+            }
         }
         checkLifecycle(at, "lifecycle", lifecycle);
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {

@@ -66,12 +66,26 @@ final class BerthHttp implements AutoCloseable {
             b.logEnded.complete(null);
         });
         try {
-            if (!ready.get(60, TimeUnit.SECONDS)) throw new IOException("berth http exited before listening:\n" + b.log);
+            if (!ready.get(120, TimeUnit.SECONDS)) throw new IOException("berth http exited before listening:\n" + b.log);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            String threads = threadDump(p);
             p.destroyForcibly();
-            throw new IOException("berth http did not start listening in 60 s:\n" + b.log, e);
+            throw new IOException("berth http did not start listening in 120 s:\n" + b.log + "\nits threads:\n" + threads, e);
         }
         return b;
+    }
+
+    /** What the server's threads are doing (jcmd Thread.print), for a start that does not finish. */
+    private static String threadDump(Process p) {
+        try {
+            Path jcmd = Path.of(McpBridge.javaBin()).resolveSibling("jcmd");
+            Process d = new ProcessBuilder(jcmd.toString(), Long.toString(p.pid()), "Thread.print").redirectErrorStream(true).start();
+            String out = new String(d.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            d.waitFor(30, TimeUnit.SECONDS);
+            return out;
+        } catch (IOException | InterruptedException x) {
+            return "(no thread dump: " + x + ")";
+        }
     }
 
     static int freePort() throws IOException {

@@ -28,10 +28,18 @@ final class HeadlessChromium implements AutoCloseable {
     private final String devtools;
 
     HeadlessChromium(Path dir, String url) throws IOException {
+        this(dir, url, new String[0]);
+    }
+
+    /** With extra command-line flags (e.g. {@code --host-resolver-rules=MAP *.previews.test 127.0.0.1}). */
+    HeadlessChromium(Path dir, String url, String... flags) throws IOException {
         profile = Files.createTempDirectory(dir, "chromium-profile");
         String bin = Files.isExecutable(Path.of("/usr/bin/chromium")) ? "/usr/bin/chromium" : "chromium";
-        process = new ProcessBuilder(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--user-data-dir=" + profile, "--remote-debugging-port=0", url).redirectErrorStream(true).start();
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(bin, "--headless", "--no-sandbox", "--disable-gpu",
+                "--no-first-run", "--user-data-dir=" + profile, "--remote-debugging-port=0"));
+        cmd.addAll(java.util.List.of(flags));
+        cmd.add(url);
+        process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         BufferedReader err = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         String found = null;
         StringBuilder log = new StringBuilder();
@@ -54,25 +62,14 @@ final class HeadlessChromium implements AutoCloseable {
     }
 
     /**
-     * Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. A page
-     * that navigates while the expression runs (a preview link redirects once to drop its token from the address)
-     * destroys the evaluation's context: then the expression is evaluated again in the new page, until the timeout.
+     * Evaluates {@code expression} in the first page (awaiting a promise) and returns its value as a string. When the
+     * page navigated meanwhile (a redirect, e.g. the preview token swapped for a cookie), its execution context is gone:
+     * evaluated again in the new one (at most 20 times).
      */
     String evaluate(String expression, Duration timeout) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (true) {
-            long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-            String raw = evaluateOnce(expression, Duration.ofMillis(left));
-            JsonNode r = McpBridge.JSON.readTree(raw);
-            String error = r.path("error").path("message").asString("")
-                    + r.path("result").path("exceptionDetails").path("text").asString("");
-            boolean navigated = error.contains("Execution context was destroyed") || error.contains("Cannot find context")
-                    || error.contains("Cannot find default execution context");
-            if (!navigated || System.nanoTime() > deadline) {
-                JsonNode v = r.path("result").path("result");
-                return v.path("value").isMissingNode() ? raw : v.path("value").asString();
-            }
-        }
+        String r = evaluateOnce(expression, timeout);
+        for (int i = 0; i < 20 && r.contains("Execution context was destroyed"); i++) r = evaluateOnce(expression, timeout);
+        return r;
     }
 
     private String evaluateOnce(String expression, Duration timeout) throws Exception {
@@ -103,11 +100,10 @@ final class HeadlessChromium implements AutoCloseable {
         String cmd = McpBridge.JSON.writeValueAsString(Map.of("id", 1, "method", "Runtime.evaluate",
                 "params", Map.of("expression", expression, "awaitPromise", true, "returnByValue", true)));
         ws.sendText(cmd, true);
-        try {
-            return answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } finally {
-            ws.abort();
-        }
+        String raw = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        ws.abort();
+        JsonNode r = McpBridge.JSON.readTree(raw).path("result").path("result");
+        return r.path("value").isMissingNode() ? raw : r.path("value").asString();
     }
 
     @Override

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.TestInstance;
 import tools.jackson.databind.JsonNode;
 
 /**
- * expose_port over `berth http` (two tenants, static bearer tokens) with python's http.server in alice's
+ * expose_port over `berth http` (two tenants, static bearer tokens; previews on the MCP port) with python's http.server in alice's
  * workspace: alice's token (header, or once in the URL for a cookie) opens her preview; bob's token gets the same 404
  * as a preview that does not exist; no token gets 401; bob cannot expose alice's workspace.
  */
@@ -28,17 +28,15 @@ class PreviewHttpE2eTest {
     private BerthHttp server;
     private McpBridge alice;
     private McpBridge bob;
-    private int previewPort;
 
     @BeforeAll
     void start() throws Exception {
         dir = Files.createTempDirectory("berth-preview-http-");
-        previewPort = BerthHttp.freePort();
         server = BerthHttp.start(dir, """
                 {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}, {"tenant": "bob", "sha256": "%s"}]},
-                 "tenants": {"alice": {}, "bob": {}}}
-                """.formatted(BearerAuthenticatorTest.sha256("alice-token"), BearerAuthenticatorTest.sha256("bob-token")),
-                Map.of("BERTH_PREVIEW_PORT", Integer.toString(previewPort)));
+                 "tenants": {"alice": {}, "bob": {}},
+                 "http": {"previews": {"host_header": "preserve"}}}
+                """.formatted(BearerAuthenticatorTest.sha256("alice-token"), BearerAuthenticatorTest.sha256("bob-token")));
         alice = McpBridge.http(server.url("/mcp"), "alice-token");
         alice.connect();
         bob = McpBridge.http(server.url("/mcp"), "bob-token");
@@ -81,7 +79,8 @@ class PreviewHttpE2eTest {
                 + "    try:\n        socket.create_connection((\"127.0.0.1\", 8000)).close(); break\n    except OSError:\n        time.sleep(0.05)'"));
         JsonNode e = ok(alice, "expose_port", Map.of("workspace", ws, "port", 8000));
         String url = e.path("url").asString();
-        assertTrue(url.startsWith("http://127.0.0.1:" + previewPort + "/p/") && !url.contains("berth_token"), url);
+        // on the MCP server's own port: <public_url>/p/<id>/
+        assertTrue(url.startsWith(server.url("/p/")) && !url.contains("berth_token"), url);
 
         String[] own = curl("-H", "Authorization: Bearer alice-token", url);
         assertEquals("200", own[1], own[0]);
@@ -96,6 +95,20 @@ class PreviewHttpE2eTest {
         assertEquals("303", curl("-c", jar.toString(), url + "?berth_token=alice-token")[1]);
         String[] cookie = curl("-b", jar.toString(), url);
         assertEquals("alice's page\n", cookie[0], cookie[1]);
+
+        // host_header "preserve": the app sees the Host and Origin the browser sent, and X-Forwarded-*
+        String app = new String(PreviewHttpE2eTest.class.getResourceAsStream("/preview/redirect_app.py").readAllBytes(), StandardCharsets.UTF_8);
+        ok(alice, "write_file", Map.of("workspace", ws, "path", "/workspace/app.py", "content", app));
+        ok(alice, "run", Map.of("workspace", ws, "background", true, "timeout_s", 3600, "command", "exec python3 /workspace/app.py 8002"));
+        ok(alice, "run", Map.of("workspace", ws, "timeout_s", 60, "command", "python3 -c 'import socket, time\nwhile True:\n"
+                + "    try:\n        socket.create_connection((\"127.0.0.1\", 8002)).close(); break\n    except OSError:\n        time.sleep(0.05)'"));
+        String echoUrl = ok(alice, "expose_port", Map.of("workspace", ws, "port", 8002)).path("url").asString() + "echo";
+        JsonNode echo = tools.jackson.databind.json.JsonMapper.builder().build().readTree(
+                curl("-H", "Authorization: Bearer alice-token", "-H", "Origin: " + server.url(""), echoUrl)[0]);
+        assertEquals("127.0.0.1:" + server.port, echo.path("host").asString(), echo.toString());
+        assertEquals(server.url(""), echo.path("origin").asString(), echo.toString());
+        assertEquals("127.0.0.1:" + server.port, echo.path("x_forwarded_host").asString(), echo.toString());
+        assertEquals("http", echo.path("x_forwarded_proto").asString(), echo.toString());
 
         JsonNode refused = bob.call("expose_port", Map.of("workspace", ws, "port", 8000));
         assertTrue(refused.path("isError").asBoolean(), refused.toString());

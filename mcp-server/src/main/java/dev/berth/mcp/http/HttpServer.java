@@ -48,11 +48,22 @@ public final class HttpServer implements AutoCloseable {
     public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
                       HttpServlet streamable, HttpServlet sse,
                       io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters) throws IOException {
+        this(config, auth, cancellations, streamable, sse, meters, false);
+    }
+
+    /**
+     * @param behindFront true: listen on 127.0.0.1, any free port, behind the preview listener that owns the public
+     *                    port and relays every request that is not a preview here (with X-Forwarded-For, which is
+     *                    then trusted from loopback only, for the client address in logs)
+     */
+    public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
+                      HttpServlet streamable, HttpServlet sse,
+                      io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters, boolean behindFront) throws IOException {
         baseDir = Files.createTempDirectory("berth-http-");
         tomcat.setBaseDir(baseDir.toString());
         Connector connector = new Connector();
-        connector.setPort(config.http().port());
-        connector.setProperty("address", config.http().bind());
+        connector.setPort(behindFront ? 0 : config.http().port());
+        connector.setProperty("address", behindFront ? "127.0.0.1" : config.http().bind());
         connector.setXpoweredBy(false);
         connector.setThrowOnFailure(true); // a port in use must fail start(), not leave a server that never listens
         tomcat.setConnector(connector);
@@ -60,6 +71,12 @@ public final class HttpServer implements AutoCloseable {
         // Tomcat's own error pages (HTML, with stack traces for exceptions) give way to a JSON status and reason
         ((StandardHost) tomcat.getHost()).setErrorReportValveClass(JsonErrorValve.class.getName());
 
+        if (behindFront) {
+            org.apache.catalina.valves.RemoteIpValve ip = new org.apache.catalina.valves.RemoteIpValve();
+            ip.setInternalProxies("127\\.0\\.0\\.1");
+            ip.setProtocolHeader(null);
+            tomcat.getEngine().getPipeline().addValve(ip);
+        }
         Context ctx = tomcat.addContext("", null);
         servlet(ctx, "mcp", streamable, MCP);
         servlet(ctx, "sse", sse, SSE, MESSAGE);

@@ -57,20 +57,31 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
     /** The current request asked for an Upgrade: after its head, the connection is a byte relay. */
     private boolean upgrading;
     private boolean raw;
+    /** The current request goes to the backend (the MCP endpoint), not to a preview. */
+    private boolean toBackend;
+    /** This browser connection's connection to the backend, or null. */
+    private Channel backend;
+    /** What to send once {@link #backend} is connected. */
+    private final ArrayDeque<ByteBuf> backendPending = new ArrayDeque<>();
 
     PreviewHandler(PreviewServer server) { this.server = server; }
 
     private final class Upstream implements PortStream.Sink {
         final PortExposure exposure;
         final AtomicInteger counter;
+        final ResponseRewriter responses;
+        /** "/p/<id>" or "" (host form): a browser connection switching between the two forms gets a new upstream. */
+        final String prefix;
         volatile Ports.Connection connection;
         volatile PortStream stream;
         private int unconsumed; // consumed before the stream was known; guarded by this
         boolean ended;          // event loop only
 
-        Upstream(PortExposure exposure, AtomicInteger counter) {
+        Upstream(PortExposure exposure, AtomicInteger counter, ResponseRewriter responses, String prefix) {
+            this.prefix = prefix;
             this.exposure = exposure;
             this.counter = counter;
+            this.responses = responses;
         }
 
         void attached(Ports.Connection c) {
@@ -99,7 +110,36 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
                 consumed(n); // the browser is gone: drain what the app still sends until it closes
                 return;
             }
-            ctx.channel().writeAndFlush(Unpooled.wrappedBuffer(data)).addListener(f -> {
+            ByteBuf in = Unpooled.wrappedBuffer(data);
+            ctx.channel().eventLoop().execute(() -> {
+                if (ended || !ctx.channel().isActive()) {
+                    in.release();
+                    consumed(n);
+                    return;
+                }
+                List<ByteBuf> out = responses.feed(in);
+                if (responses.failed()) {
+                    out.forEach(ReferenceCountUtil::release);
+                    consumed(n);
+                    server.engine.ports().recordAccess(exposure, exposure.id(), false, "the app sent a malformed HTTP response", null, null, remote());
+                    end("malformed HTTP response");
+                    send(502, "the app on port " + exposure.port() + " sent a response that is not HTTP/1.1", Map.of(), true);
+                    return;
+                }
+                write(out, n);
+            });
+        }
+
+        /** Writes {@code out} to the browser; the app's {@code n} bytes count as consumed once it took them. */
+        private void write(List<ByteBuf> out, int n) {
+            if (out.isEmpty()) {
+                consumed(n); // held by the decoder (a partial head, at most its limit)
+                return;
+            }
+            io.netty.channel.ChannelFuture last = null;
+            for (ByteBuf b : out) last = ctx.channel().write(b);
+            ctx.channel().flush();
+            last.addListener(f -> {
                 if (f.isSuccess()) consumed(n);
             });
         }
@@ -109,6 +149,10 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             // the app closed its side: what it sent is complete (a response delimited by close, or the end of a
             // connection it will not reuse); the browser connection ends with it
             ctx.channel().eventLoop().execute(() -> {
+                if (ended) return; // this browser connection left it (for another preview, or the MCP endpoint)
+                if (ctx.channel().isActive()) {
+                    for (ByteBuf b : responses.end()) ctx.channel().write(b);
+                }
                 end(null);
                 ctx.channel().writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
             });
@@ -117,6 +161,7 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         @Override
         public void onReset(String reason) {
             ctx.channel().eventLoop().execute(() -> {
+                if (ended) return;
                 end(null);
                 ctx.channel().close();
             });
@@ -146,8 +191,102 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) { this.ctx = ctx; }
 
+    // ------------------------------------------------------------------ the backend (berth http's MCP endpoint)
+
+    /** Relays {@code req} (head re-encoded, body as it comes) to the backend; its response bytes come back unparsed. */
+    private void toBackend(HttpRequest req) {
+        if (up != null) up.end("the browser connection moved to the MCP endpoint");
+        toBackend = true;
+        upgrading = req.headers().contains(HttpHeaderNames.UPGRADE) && req.headers().containsValue(HttpHeaderNames.CONNECTION, "upgrade", true);
+        StringBuilder sb = new StringBuilder(512);
+        sb.append(req.method().name()).append(' ').append(req.uri()).append(" HTTP/1.1\r\n");
+        for (Map.Entry<String, String> h : req.headers()) {
+            String n = h.getKey().toLowerCase(Locale.ROOT);
+            if (HOP.contains(n) || n.equals("x-forwarded-for")) continue;
+            sb.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
+        }
+        String r = remote();
+        if (r != null) sb.append("X-Forwarded-For: ").append(r).append("\r\n");
+        sb.append("\r\n");
+        ByteBuf head = Unpooled.wrappedBuffer(sb.toString().getBytes(StandardCharsets.ISO_8859_1));
+        if (backend != null) {
+            forward(head);
+            return;
+        }
+        backendPending.add(head);
+        Channel browser = ctx.channel();
+        browser.config().setAutoRead(false);
+        io.netty.channel.ChannelFuture cf = new io.netty.bootstrap.Bootstrap().group(browser.eventLoop()).channel(io.netty.channel.socket.nio.NioSocketChannel.class)
+                .option(io.netty.channel.ChannelOption.TCP_NODELAY, true)
+                .option(io.netty.channel.ChannelOption.AUTO_READ, true)
+                .handler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext bctx, Object msg) {
+                        if (backend != bctx.channel() || !browser.isActive()) {
+                            ReferenceCountUtil.release(msg);
+                            return;
+                        }
+                        browser.writeAndFlush(msg);
+                        if (!browser.isWritable()) bctx.channel().config().setAutoRead(false);
+                    }
+
+                    @Override
+                    public void channelWritabilityChanged(ChannelHandlerContext bctx) {
+                        if (backend == bctx.channel()) browser.config().setAutoRead(bctx.channel().isWritable());
+                    }
+
+                    @Override
+                    public void channelInactive(ChannelHandlerContext bctx) {
+                        // the MCP endpoint closed this connection: the browser's ends with it (after what it sent)
+                        if (backend == bctx.channel()) {
+                            backend = null;
+                            browser.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+                        }
+                    }
+
+                    @Override
+                    public void exceptionCaught(ChannelHandlerContext bctx, Throwable cause) {
+                        bctx.close();
+                    }
+                }).connect(server.settings.backend());
+        backend = cf.channel();
+        cf.addListener((io.netty.channel.ChannelFuture f) -> {
+                    if (backend != f.channel()) {
+                        f.channel().close();
+                        return;
+                    }
+                    if (!f.isSuccess()) {
+                        backend = null;
+                        backendPending.forEach(ReferenceCountUtil::release);
+                        backendPending.clear();
+                        send(502, "the MCP endpoint behind this listener is not reachable: " + f.cause().getMessage(), Map.of(), true);
+                        return;
+                    }
+                    while (!backendPending.isEmpty()) f.channel().write(backendPending.poll());
+                    f.channel().flush();
+                    if (raw) ctx.pipeline().remove("http");
+                    browser.config().setAutoRead(f.channel().isWritable());
+                });
+    }
+
+    private void closeBackend() {
+        Channel b = backend;
+        backend = null;
+        backendPending.forEach(ReferenceCountUtil::release);
+        backendPending.clear();
+        if (b != null) b.close();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        Channel b = backend;
+        if (b != null) b.config().setAutoRead(ctx.channel().isWritable());
+        ctx.fireChannelWritabilityChanged();
+    }
+
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        closeBackend();
         if (up != null) {
             // like a proxy: the app sees EOF (not a reset) and closes its side; an app that does not within 5 s is reset
             Upstream u = up;
@@ -222,15 +361,34 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         }
         chunked = te.size() == 1;
         String uri = req.uri();
-        if (!uri.startsWith("/p/")) {
+        String hostId = server.idOfHost(h.get(HttpHeaderNames.HOST));
+        String id;
+        String rest;
+        if (hostId != null) {
+            // <id>.<domain>: the app lives at / of its own host name
+            if (!uri.startsWith("/")) {
+                refuse(400, "the request target must be a path (origin-form), got \"" + uri + "\"", null, req);
+                return;
+            }
+            id = hostId;
+            rest = uri;
+        } else if (uri.startsWith("/p/")) {
+            int slash = uri.indexOf('/', 3);
+            int q = uri.indexOf('?', 3);
+            int endId = slash < 0 ? (q < 0 ? uri.length() : q) : (q >= 0 && q < slash ? q : slash);
+            id = uri.substring(3, endId);
+            rest = uri.substring(endId);
+        } else if (server.settings.backend() != null) {
+            toBackend(req);
+            return;
+        } else {
             refuse(404, "not a preview URL: previews are served at /p/<id>/", null, req);
             return;
         }
-        int slash = uri.indexOf('/', 3);
-        int q = uri.indexOf('?', 3);
-        int endId = slash < 0 ? (q < 0 ? uri.length() : q) : (q >= 0 && q < slash ? q : slash);
-        String id = uri.substring(3, endId);
-        String rest = uri.substring(endId);
+        toBackend = false;
+        if (backend != null) closeBackend();
+        String prefix = hostId != null ? "" : "/p/" + id;
+        String secure = server.secure() ? "; Secure" : "";
         if (!ID.matcher(id).matches()) {
             refuse(404, "no such preview", null, req);
             server.engine.ports().recordAccess(null, id, false, "malformed preview id", req.method().name(), null, remote());
@@ -271,10 +429,12 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
                 via = urlToken != null && presented.equals(urlToken) ? "url token" : "bearer token";
                 if (urlToken != null) {
                     // swap the token in the URL for a cookie scoped to this preview, and drop it from the address bar
+                    // (host form: a host-only cookie, no Domain, so no other preview host ever receives it)
                     String clean = stripParam(rest, "berth_token");
                     ports.recordAccess(e, id, true, "url token; cookie set", req.method().name(), clean, remote());
-                    String cookie = COOKIE + "=" + server.cookieFor(e.id(), e.tenant()) + "; Path=/p/" + e.id() + "/; HttpOnly; SameSite=Lax";
-                    refuse(303, "see /p/" + e.id() + clean, Map.of("Location", "/p/" + e.id() + (clean.isEmpty() ? "/" : clean), "Set-Cookie", cookie), req);
+                    String cookie = COOKIE + "=" + server.cookieFor(e.id(), e.tenant()) + "; Path=" + prefix + "/; HttpOnly; SameSite=Lax" + secure;
+                    String to = prefix + (clean.isEmpty() || clean.startsWith("?") ? "/" + clean : clean);
+                    refuse(303, "see " + to, Map.of("Location", to, "Set-Cookie", cookie), req);
                     return;
                 }
             } else if (fromCookie != null && java.security.MessageDigest.isEqual(fromCookie.getBytes(StandardCharsets.US_ASCII),
@@ -293,9 +453,11 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         ports.recordAccess(e, id, true, via, req.method().name(), rest, remote());
-        byte[] head = head(req, e, rest);
+        String publicOrigin = hostId != null ? server.hostOrigin(e.id()) : origin(server.base());
+        byte[] head = head(req, e, rest, prefix, publicOrigin);
         upgrading = h.contains(HttpHeaderNames.UPGRADE) && h.containsValue(HttpHeaderNames.CONNECTION, "upgrade", true);
-        if (up != null && up.exposure.id().equals(e.id()) && !up.ended) {
+        if (up != null && up.exposure.id().equals(e.id()) && up.prefix.equals(prefix) && !up.ended) {
+            up.responses.requested(req.method().name());
             forward(Unpooled.wrappedBuffer(head));
             return;
         }
@@ -308,7 +470,10 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             refuse(503, "this preview already carries " + max + " connections (the limit per exposed port); retry later", null, req);
             return;
         }
-        Upstream u = new Upstream(e, counter);
+        String app = "http://" + appHost(req, e);
+        Upstream u = new Upstream(e, counter, new ResponseRewriter(prefix, publicOrigin,
+                List.of(app, "http://localhost:" + e.port(), "http://127.0.0.1:" + e.port()), COOKIE), prefix);
+        u.responses.requested(req.method().name());
         up = u;
         pending.add(Unpooled.wrappedBuffer(head));
         Channel ch = ctx.channel();
@@ -361,7 +526,7 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             if (c instanceof LastHttpContent) discarding = false;
             return;
         }
-        if (up == null) return;
+        if (up == null && !toBackend) return;
         ByteBuf data = c.content();
         if (chunked) {
             if (data.isReadable()) {
@@ -377,12 +542,24 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             // from here on the connection carries the upgraded protocol (WebSocket frames), both ways, unparsed
             raw = true;
             upgrading = false;
-            if (up != null && up.stream != null) ctx.pipeline().remove("http");
+            if (toBackend ? backend != null && backend.isActive() : up != null && up.stream != null) ctx.pipeline().remove("http");
         }
     }
 
     /** Sends bytes to the app now, or after the connection is up. Takes ownership of {@code b}. */
     private void forward(ByteBuf b) {
+        if (toBackend) {
+            Channel bc = backend;
+            if (bc == null) {
+                b.release();
+            } else if (!bc.isActive()) {
+                backendPending.add(b); // still connecting (a closed backend is null)
+            } else {
+                bc.writeAndFlush(b);
+                if (!bc.isWritable()) ctx.channel().config().setAutoRead(false);
+            }
+            return;
+        }
         Upstream u = up;
         if (u == null || u.ended) {
             b.release();
@@ -399,15 +576,29 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** The request head as the app gets it: path without the prefix, Host/Origin rewritten, X-Forwarded-* set. */
-    private byte[] head(HttpRequest req, PortExposure e, String rest) {
+    /** The Host the app sees ({@link PreviewServer.Settings#hostHeader()}). */
+    private String appHost(HttpRequest req, PortExposure e) {
+        String mode = server.settings.hostHeader();
+        if (mode == null || mode.equals(PreviewServer.Settings.LOCALHOST)) return "localhost:" + e.port();
+        if (mode.equals(PreviewServer.Settings.PRESERVE)) {
+            String h = req.headers().get(HttpHeaderNames.HOST);
+            return h != null ? h : "localhost:" + e.port();
+        }
+        return mode;
+    }
+
+    /**
+     * The request head as the app gets it: path without the prefix, Host rewritten (and Origin/Referer when they name
+     * the preview's public origin), X-Forwarded-Host/Proto/For set, X-Forwarded-Prefix in the {@code /p/<id>} form.
+     */
+    private byte[] head(HttpRequest req, PortExposure e, String rest, String prefix, String publicOrigin) {
         StringBuilder sb = new StringBuilder(512);
         String path = stripParam(rest, "berth_token");
         if (path.isEmpty() || path.charAt(0) != '/') path = "/" + path;
         sb.append(req.method().name()).append(' ').append(path).append(" HTTP/1.1\r\n");
-        String appHost = server.settings.hostHeader() != null ? server.settings.hostHeader() : "localhost:" + e.port();
+        String appHost = appHost(req, e);
         String origHost = req.headers().get(HttpHeaderNames.HOST);
-        String publicOrigin = origin(server.base());
+        boolean preserve = PreviewServer.Settings.PRESERVE.equals(server.settings.hostHeader());
         for (Map.Entry<String, String> h : req.headers()) {
             String n = h.getKey().toLowerCase(Locale.ROOT);
             if (HOP.contains(n) || n.equals("host") || n.startsWith("x-forwarded-") || n.equals("forwarded")) continue;
@@ -417,14 +608,14 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
                 v = dropCookie(v, COOKIE);
                 if (v.isEmpty()) continue;
             }
-            if (n.equals("origin") && (v.equals(publicOrigin) || origHost != null && v.endsWith("://" + origHost))) v = "http://" + appHost;
-            if (n.equals("referer") && v.startsWith(server.base() + "/p/" + e.id())) v = "http://" + appHost + v.substring((server.base() + "/p/" + e.id()).length());
+            if (!preserve && n.equals("origin") && (v.equals(publicOrigin) || origHost != null && v.endsWith("://" + origHost))) v = "http://" + appHost;
+            if (!preserve && n.equals("referer") && v.startsWith(publicOrigin + prefix + "/")) v = "http://" + appHost + v.substring((publicOrigin + prefix).length());
             sb.append(h.getKey()).append(": ").append(v).append("\r\n");
         }
         sb.append("Host: ").append(appHost).append("\r\n");
         if (origHost != null) sb.append("X-Forwarded-Host: ").append(origHost).append("\r\n");
-        sb.append("X-Forwarded-Proto: ").append(server.base().startsWith("https:") ? "https" : "http").append("\r\n");
-        sb.append("X-Forwarded-Prefix: /p/").append(e.id()).append("\r\n");
+        sb.append("X-Forwarded-Proto: ").append(server.secure() ? "https" : "http").append("\r\n");
+        if (!prefix.isEmpty()) sb.append("X-Forwarded-Prefix: ").append(prefix).append("\r\n");
         String r = remote();
         if (r != null) sb.append("X-Forwarded-For: ").append(r).append("\r\n");
         sb.append("\r\n");

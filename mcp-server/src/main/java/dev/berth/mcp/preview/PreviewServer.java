@@ -44,11 +44,25 @@ public final class PreviewServer implements AutoCloseable {
      * @param port                  0: any free port
      * @param publicBase            scheme://host[:port] the user's browser reaches this listener at; null: http://bind:port
      * @param maxConnectionsPerPort inbound connections one exposure may carry at once; more are refused with 503
-     * @param hostHeader            the Host the app sees; null: {@code localhost:<port>} (what a dev server expects)
+     * @param hostHeader            the Host the app sees: null or {@code "localhost"}: {@code localhost:<port>} (what a
+     *                              dev server expects); {@code "preserve"}: the Host the browser sent; anything else:
+     *                              that value. Origin (and Referer) follow it when they name the preview's own origin
      * @param urlToken              appended as {@code ?berth_token=} to tenant-access URLs (stdio: the local token); null: none
+     * @param domain                wildcard domain of per-port host names ({@code <id>.<domain>}, the app at {@code /});
+     *                              null: previews only at {@code /p/<id>/}
+     * @param backend               where every request that is not a preview goes (berth http's MCP endpoint, Tomcat on
+     *                              loopback), relayed as bytes; null: such requests get 404
      */
-    public record Settings(String bind, int port, String publicBase, int maxConnectionsPerPort, String hostHeader, String urlToken) {
+    public record Settings(String bind, int port, String publicBase, int maxConnectionsPerPort, String hostHeader, String urlToken,
+                           String domain, InetSocketAddress backend) {
         public static final int DEFAULT_MAX_CONNECTIONS = 128;
+        public static final String PRESERVE = "preserve";
+        public static final String LOCALHOST = "localhost";
+
+        /** A listener of its own (stdio, or berth http with BERTH_PREVIEW_PORT): no domain, no backend. */
+        public Settings(String bind, int port, String publicBase, int maxConnectionsPerPort, String hostHeader, String urlToken) {
+            this(bind, port, publicBase, maxConnectionsPerPort, hostHeader, urlToken, null, null);
+        }
     }
 
     private static final Map<Engine, PreviewServer> BY_ENGINE = new ConcurrentHashMap<>();
@@ -85,7 +99,15 @@ public final class PreviewServer implements AutoCloseable {
                         ch.pipeline().addLast("preview", new PreviewHandler(PreviewServer.this));
                     }
                 });
-        server = b.bind(new InetSocketAddress(settings.bind(), settings.port())).sync().channel();
+        try {
+            server = b.bind(new InetSocketAddress(settings.bind(), settings.port())).sync().channel();
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) { // Netty rethrows the bind failure (a checked BindException) unchecked
+            boss.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+            workers.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+            throw new IllegalStateException(settings.bind() + ":" + settings.port() + ": " + e.getMessage(), e);
+        }
         int port = ((InetSocketAddress) server.localAddress()).getPort();
         String host = settings.bind().contains(":") ? "[" + settings.bind() + "]" : settings.bind();
         base = settings.publicBase() != null ? settings.publicBase().replaceAll("/+$", "").replace("{port}", Integer.toString(port))
@@ -99,11 +121,34 @@ public final class PreviewServer implements AutoCloseable {
     /** scheme://host:port the previews are served at. */
     public String base() { return base; }
 
-    /** The URL a user opens for {@code e}. */
+    /** The URL a user opens for {@code e}: {@code <scheme>://<id>.<domain>[:port]/} with a domain, else {@code <base>/p/<id>/}. */
     public String url(PortExposure e) {
-        String u = base + "/p/" + e.id() + "/";
+        String u = settings.domain() != null ? hostOrigin(e.id()) + "/" : base + "/p/" + e.id() + "/";
         if (e.access().equals(PortExposure.TENANT) && settings.urlToken() != null) u += "?berth_token=" + settings.urlToken();
         return u;
+    }
+
+    /** {@code <scheme>://<id>.<domain>[:port]}: the public origin of {@code id}'s per-port host name. */
+    String hostOrigin(String id) {
+        java.net.URI u = java.net.URI.create(base);
+        return u.getScheme() + "://" + id + "." + settings.domain() + (u.getPort() < 0 ? "" : ":" + u.getPort());
+    }
+
+    /** Whether the browser reaches this server over https (cookies get Secure). */
+    boolean secure() { return base.startsWith("https:"); }
+
+    /**
+     * The preview id a request's Host names under the wildcard domain ({@code <label>.<domain>[:port]}, any case), the
+     * label unchecked; null when there is no domain or the Host is not under it (the request goes to the backend).
+     */
+    String idOfHost(String host) {
+        if (settings.domain() == null || host == null) return null;
+        String h = host.toLowerCase(java.util.Locale.ROOT);
+        int colon = h.lastIndexOf(':');
+        if (colon > 0 && !h.endsWith("]") && h.indexOf(':') == colon) h = h.substring(0, colon);
+        if (h.endsWith(".")) h = h.substring(0, h.length() - 1);
+        String suffix = "." + settings.domain();
+        return h.endsWith(suffix) && h.length() > suffix.length() ? h.substring(0, h.length() - suffix.length()) : null;
     }
 
     /** The cookie value that stands for {@code tenant}'s token on exposure {@code id}: HMAC, useless elsewhere. */

@@ -6,7 +6,13 @@ import io.modelcontextprotocol.client.transport.ServerParameters;
 import io.modelcontextprotocol.client.transport.StdioClientTransport;
 import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
 import io.modelcontextprotocol.spec.McpSchema;
+import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -27,13 +33,17 @@ import tools.jackson.databind.json.JsonMapper;
  * (berth stdio's preview listener -> agent PORT_OPEN -> 127.0.0.1:3000 in the workspace) next to the same app run
  * directly on the host, in the same run: request latency (keep-alive GETs of a 2-byte body), download throughput
  * (a 256 MiB body), and the time from the first request to a parked workspace until its first response byte.
- * Usage: bench/run-preview.sh [requests] [namespace|microvm].
+ * With {@code http} as the third argument the server is {@code berth http} and the exposed port is reached on the
+ * MCP server's own port, at {@code /p/<id>/} and at {@code <id>.previews.test} (the Host header), the way a browser
+ * reaches it there. Usage: bench/run-preview.sh [requests] [namespace|microvm] [stdio|http].
  */
 public final class PreviewBench {
     public static void main(String[] args) throws Exception {
         Path jar = Path.of(args[0]);
         int n = args.length > 1 ? Integer.parseInt(args[1]) : 1000;
         String isolation = args.length > 2 ? args[2] : "namespace";
+        boolean overHttp = args.length > 3 && args[3].equals("http");
+        System.setProperty("jdk.httpclient.allowRestrictedHeaders", "host"); // the per-port host name, sent to 127.0.0.1
         String java = ProcessHandle.current().info().command().orElse("java");
         String app;
         try (InputStream in = PreviewBench.class.getResourceAsStream("/preview/app.js")) {
@@ -52,10 +62,34 @@ public final class PreviewBench {
 
         Path home = Files.createTempDirectory("bench-berth-");
         Files.setPosixFilePermissions(home, PosixFilePermissions.fromString("rwx--x--x"));
-        var transport = new StdioClientTransport(ServerParameters.builder(java)
-                .args("-Dberth.preview.port=" + previewPort, "-jar", jar.toString(), "stdio", "--home", home.toString(), "--isolation", isolation).build(),
-                new JacksonMcpJsonMapper(JsonMapper.builder().build()));
-        transport.setStdErrorHandler(line -> { });
+        Process berthHttp = null;
+        io.modelcontextprotocol.spec.McpClientTransport transport;
+        if (overHttp) {
+            String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest("bench-token".getBytes(StandardCharsets.UTF_8)));
+            Path cfg = home.resolve("berth.json");
+            Files.writeString(cfg, "{\"auth\":{\"tokens\":[{\"tenant\":\"b\",\"sha256\":\"" + sha + "\"}]},\"tenants\":{\"b\":{}},"
+                    + "\"http\":{\"previews\":{\"domain\":\"previews.test\"}}}");
+            berthHttp = new ProcessBuilder(java, "-jar", jar.toString(), "http", "--config", cfg.toString(), "--home", home.resolve("h").toString(),
+                    "--port", Integer.toString(previewPort), "--isolation", isolation).redirectErrorStream(true).start();
+            var log = new BufferedReader(new InputStreamReader(berthHttp.getInputStream(), StandardCharsets.UTF_8));
+            for (String line; (line = log.readLine()) != null; ) if (line.startsWith("berth http listening")) break;
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    log.transferTo(Writer.nullWriter());
+                } catch (IOException ignored) {
+                    // gone
+                }
+            });
+            transport = io.modelcontextprotocol.client.transport.HttpClientStreamableHttpTransport.builder("http://127.0.0.1:" + previewPort)
+                    .endpoint("/mcp").requestBuilder(HttpRequest.newBuilder().header("Authorization", "Bearer bench-token"))
+                    .jsonMapper(new JacksonMcpJsonMapper(JsonMapper.builder().build())).build();
+        } else {
+            var stdio = new StdioClientTransport(ServerParameters.builder(java)
+                    .args("-Dberth.preview.port=" + previewPort, "-jar", jar.toString(), "stdio", "--home", home.toString(), "--isolation", isolation).build(),
+                    new JacksonMcpJsonMapper(JsonMapper.builder().build()));
+            stdio.setStdErrorHandler(line -> { });
+            transport = stdio;
+        }
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         try (McpSyncClient client = McpClient.sync(transport).requestTimeout(Duration.ofSeconds(600)).initializationTimeout(Duration.ofSeconds(180)).build()) {
             client.initialize();
@@ -67,16 +101,27 @@ public final class PreviewBench {
                     + "    except OSError:\n        time.sleep(0.05)'"));
             String url = (String) call(client, "expose_port", Map.of("workspace", ws, "port", 3000, "access", "link")).get("url");
             String directUrl = "http://127.0.0.1:" + directPort + "/";
+            String host = null;
+            if (overHttp) { // the URL names <id>.previews.test:<port>; the same exposure at <public_url>/p/<id>/ too
+                host = URI.create(url).getRawAuthority();
+                url = "http://127.0.0.1:" + previewPort + "/p/" + host.substring(0, host.indexOf('.')) + "/";
+            }
 
-            double[] viaLat = latency(http, url + "tiny", n);
-            double[] bareLat = latency(http, directUrl + "tiny", n);
+            double[] viaLat = latency(http, url + "tiny", n, null);
+            double[] bareLat = latency(http, directUrl + "tiny", n, null);
+            double[] hostLat = host == null ? null : latency(http, "http://127.0.0.1:" + previewPort + "/tiny", n, host);
             int mib = 256;
-            double viaTp = throughput(http, url + "big/" + mib, mib);
-            double bareTp = throughput(http, directUrl + "big/" + mib, mib);
+            double viaTp = throughput(http, url + "big/" + mib, mib, null);
+            double bareTp = throughput(http, directUrl + "big/" + mib, mib, null);
+            double hostTp = host == null ? 0 : throughput(http, "http://127.0.0.1:" + previewPort + "/big/" + mib, mib, host);
 
-            System.out.printf("%-40s %10s %10s %12s%n", isolation + " driver, node app", "p50 ms", "p99 ms", "MiB/s");
-            System.out.printf("%-40s %10.3f %10.3f %12.1f%n", "direct on the host", pct(bareLat, 50), pct(bareLat, 99), bareTp);
-            System.out.printf("%-40s %10.3f %10.3f %12.1f%n", "exposed port (preview -> agent)", pct(viaLat, 50), pct(viaLat, 99), viaTp);
+            System.out.printf("%-44s %10s %10s %12s%n", isolation + " driver, node app", "p50 ms", "p99 ms", "MiB/s");
+            System.out.printf("%-44s %10.3f %10.3f %12.1f%n", "direct on the host", pct(bareLat, 50), pct(bareLat, 99), bareTp);
+            System.out.printf("%-44s %10.3f %10.3f %12.1f%n", overHttp ? "berth http, MCP port, /p/<id>/" : "berth stdio, own listener, /p/<id>/",
+                    pct(viaLat, 50), pct(viaLat, 99), viaTp);
+            if (hostLat != null) {
+                System.out.printf("%-44s %10.3f %10.3f %12.1f%n", "berth http, MCP port, <id>.previews.test", pct(hostLat, 50), pct(hostLat, 99), hostTp);
+            }
 
             // wake on traffic: park, then one request; time until the first byte of the answer
             double[] wake = new double[3];
@@ -101,11 +146,21 @@ public final class PreviewBench {
             call(client, "close_workspace", Map.of("workspace", ws, "delete", true));
         } finally {
             direct.destroy();
+            if (berthHttp != null) {
+                berthHttp.toHandle().destroy();
+                berthHttp.waitFor();
+            }
         }
     }
 
-    private static double[] latency(HttpClient http, String url, int n) throws Exception {
-        HttpRequest req = HttpRequest.newBuilder(URI.create(url)).build();
+    private static HttpRequest get(String url, String host) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url));
+        if (host != null) b.header("Host", host);
+        return b.build();
+    }
+
+    private static double[] latency(HttpClient http, String url, int n, String host) throws Exception {
+        HttpRequest req = get(url, host);
         for (int i = 0; i < Math.min(100, n); i++) http.send(req, HttpResponse.BodyHandlers.ofString()); // warm-up
         double[] t = new double[n];
         for (int i = 0; i < n; i++) {
@@ -117,8 +172,8 @@ public final class PreviewBench {
         return t;
     }
 
-    private static double throughput(HttpClient http, String url, int mib) throws Exception {
-        HttpRequest req = HttpRequest.newBuilder(URI.create(url)).build();
+    private static double throughput(HttpClient http, String url, int mib, String host) throws Exception {
+        HttpRequest req = get(url, host);
         http.send(req, HttpResponse.BodyHandlers.discarding()); // warm-up
         long t0 = System.nanoTime();
         HttpResponse<InputStream> r = http.send(req, HttpResponse.BodyHandlers.ofInputStream());

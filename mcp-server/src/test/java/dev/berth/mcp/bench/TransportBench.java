@@ -47,14 +47,16 @@ public final class TransportBench {
         String java = ProcessHandle.current().info().command().orElse("java");
         Path dir = Files.createTempDirectory("bench-transport-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        String[] labels = {"stdio, SDK transport (old)", "stdio, hardened", "HTTP, no guard (old)", "HTTP, hardened"};
+        // "HTTP, hardened" goes through the preview listener that owns the public port (berth http's default); the last
+        // row is Tomcat on the port itself (BERTH_PREVIEW_PORT set: previews on a port of their own)
+        String[] labels = {"stdio, SDK transport (old)", "stdio, hardened", "HTTP, no guard (old)", "HTTP, hardened", "HTTP, hardened, no front"};
         List<List<double[]>> results = new ArrayList<>();
         for (int i = 0; i < labels.length; i++) results.add(new ArrayList<>());
         for (int round = 0; round < rounds; round++) {
             for (int k = 0; k < labels.length; k++) {
-                boolean old = k % 2 == 0;
+                boolean old = k % 2 == 0 && k < 4;
                 Path home = Files.createDirectories(dir.resolve("home-" + round + "-" + k));
-                try (Wire w = k < 2 ? stdio(java, jar, home, old) : http(java, jar, dir, home, old)) {
+                try (Wire w = k < 2 ? stdio(java, jar, home, old) : http(java, jar, dir, home, old, k == 4)) {
                     results.get(k).add(measure(w, pings, runs));
                 }
             }
@@ -127,7 +129,7 @@ public final class TransportBench {
         return w;
     }
 
-    static Wire http(String java, Path jar, Path dir, Path home, boolean old) throws Exception {
+    static Wire http(String java, Path jar, Path dir, Path home, boolean old, boolean noFront) throws Exception {
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
@@ -140,7 +142,13 @@ public final class TransportBench {
         if (old) cmd.add(OLD);
         cmd.addAll(List.of("-jar", jar.toString(), "http", "--config", cfg.toString(), "--home", home.resolve("h").toString(),
                 "--port", String.valueOf(port), "--isolation", "namespace"));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        if (noFront) {
+            try (ServerSocket s = new ServerSocket(0)) {
+                pb.environment().put("BERTH_PREVIEW_PORT", Integer.toString(s.getLocalPort()));
+            }
+        }
+        Process p = pb.start();
         BufferedReader log = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         for (String line; (line = log.readLine()) != null; ) if (line.startsWith("berth http listening")) break;
         Thread.ofPlatform().daemon().start(() -> {
