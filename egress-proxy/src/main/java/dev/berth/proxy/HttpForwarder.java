@@ -96,7 +96,7 @@ final class HttpForwarder {
         originForm = target.originForm();
         ex = session.exchange(kind(), h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
         Session.Exchange mine = ex;
-        session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
+        session.shared.gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
     }
 

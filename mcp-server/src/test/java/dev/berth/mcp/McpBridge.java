@@ -94,6 +94,27 @@ final class McpBridge implements AutoCloseable {
         return r;
     }
 
+    /** Connects declaring the elicitation capability; the client answers per {@link #elicitAnswer} (default decline). */
+    JsonNode connectWithElicitation() throws IOException {
+        JsonNode r = send(Map.of("op", "connect", "elicitation", true));
+        if (!r.path("ok").asBoolean()) throw new IOException("connect failed: " + r);
+        return r;
+    }
+
+    /**
+     * How the client answers the next elicitation requests: an ElicitResult map ({@code action}, {@code content}), or
+     * {@code {"hang": true}} (never), or {@code {"error": "..."}} (a JSON-RPC error).
+     */
+    void elicitAnswer(Map<String, Object> answer) throws IOException {
+        JsonNode r = send(Map.of("op", "elicit", "answer", answer));
+        if (!r.path("ok").asBoolean()) throw new IOException("elicit failed: " + r);
+    }
+
+    /** The elicitation requests (their params) the client received since the last call. */
+    JsonNode elicitations() throws IOException {
+        return send(Map.of("op", "elicitations")).path("requests");
+    }
+
     /** Calls a tool; returns the CallToolResult (content, structuredContent, isError). */
     JsonNode call(String tool, Map<String, Object> args) throws IOException {
         JsonNode r = send(Map.of("op", "call", "name", tool, "args", args));
