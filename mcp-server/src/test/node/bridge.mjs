@@ -63,7 +63,7 @@ async function handle(req) {
           return a;
         });
       }
-      await client.connect(transport);
+      await client.connect(transport, { timeout: 300000 }); // a loaded CI machine may take over a minute to start a server
       await client.listTools(); // caches output schemas so callTool validates structuredContent
       return {
         serverInfo: client.getServerVersion(),
