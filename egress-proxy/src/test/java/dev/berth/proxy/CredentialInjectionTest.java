@@ -11,35 +11,17 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLSocket;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Credential injection end to end: a real JDK HttpClient (trusting only the proxy's CA) or raw
  * sockets, through the proxy, to real HTTPS/HTTP upstreams on loopback.
  */
-class CredentialInjectionTest {
-    @TempDir
-    static Path tmp;
-    static CredentialFixture f;
-
-    @BeforeAll
-    static void start() throws Exception {
-        f = new CredentialFixture(tmp);
-    }
-
-    @AfterAll
-    static void stop() {
-        f.close();
-    }
-
+class CredentialInjectionTest extends CredentialFixtureTest {
     private static HttpResponse<String> get(HttpClient c, String url, String authorization) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url));
         if (authorization != null) b.header("Authorization", authorization);

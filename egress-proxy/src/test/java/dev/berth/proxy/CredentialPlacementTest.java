@@ -6,13 +6,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -23,21 +19,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * segment, a Cookie, a custom header) the request is refused with a reason and never reaches the upstream, so an
  * origin that echoes the URL or a header cannot hand the real value back to the workspace.
  */
-class CredentialPlacementTest {
-    @TempDir
-    static Path tmp;
-    static CredentialFixture f;
-
-    @BeforeAll
-    static void start() throws Exception {
-        f = new CredentialFixture(tmp);
-    }
-
-    @AfterAll
-    static void stop() {
-        f.close();
-    }
-
+class CredentialPlacementTest extends CredentialFixtureTest {
     static final String GH_ONLY_AUTH = "credential 'github' is substituted only in header(s) Authorization";
 
     /** name, binding whose placeholder is used, path (PH = placeholder), header name (or null), header value, reason. */

@@ -6,11 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -21,21 +17,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * (npm), uploads (PyPI), deploys (Maven) and pushes to unlisted repositories (git) are refused with a reason and never
  * reach the origin; reads, npm audit and pushes to listed repositories go through.
  */
-class RegistryRulesTest {
-    @TempDir
-    static Path tmp;
-    static CredentialFixture f;
-
-    @BeforeAll
-    static void start() throws Exception {
-        f = new CredentialFixture(tmp);
-    }
-
-    @AfterAll
-    static void stop() {
-        f.close();
-    }
-
+class RegistryRulesTest extends CredentialFixtureTest {
     static final String NPM = "npm registry 'npmreg.cred.test' is read-only for workspaces: ";
     static final String GIT = "git host 'git.cred.test' accepts pushes from workspaces only to org/allowed (registryRules.git.pushRepos): ";
 

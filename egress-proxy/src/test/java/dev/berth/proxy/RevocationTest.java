@@ -8,35 +8,17 @@ import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import javax.net.ssl.SSLSocket;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 16, finding 4: revocation closes what was opened under a grant (in-flight and streamed requests do not
  * finish), and placeholders have an operator lifetime ({@code placeholderTtl}) after which the grant expires the
  * same way, with a reason that says so.
  */
-class RevocationTest {
-    @TempDir
-    static Path tmp;
-    static CredentialFixture f;
-
-    @BeforeAll
-    static void start() throws Exception {
-        f = new CredentialFixture(tmp);
-    }
-
-    @AfterAll
-    static void stop() {
-        f.close();
-    }
-
+class RevocationTest extends CredentialFixtureTest {
     /** Reads until {@code marker} has arrived (the stream is live). */
     private static void readUntil(InputStream in, String marker) throws IOException {
         StringBuilder sb = new StringBuilder();

@@ -8,13 +8,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -24,21 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * attributes each connection to the run whose process tree opened it ({@link EgressContext#runId()}, null when no
  * run could be determined); a placeholder read out of another run's environment is refused with a reason.
  */
-class RunIsolationTest {
-    @TempDir
-    static Path tmp;
-    static CredentialFixture f;
-
-    @BeforeAll
-    static void start() throws Exception {
-        f = new CredentialFixture(tmp);
-    }
-
-    @AfterAll
-    static void stop() {
-        f.close();
-    }
-
+class RunIsolationTest extends CredentialFixtureTest {
     static Stream<Arguments> otherConnections() {
         return Stream.of(
                 Arguments.of("sameWorkspaceOtherRun", "run-z",

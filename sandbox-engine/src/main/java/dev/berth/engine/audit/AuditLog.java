@@ -37,11 +37,23 @@ import java.util.concurrent.locks.ReentrantLock;
  * flusher (and on close) after fsyncs, without an fsync of its own, so no caller waits for its signature: it lags
  * the log by up to one flusher pass, and further after a power loss (then a truncation past it goes unnoticed), and
  * never leads it.
+ *
+ * <p>Version 2 logs are <em>preallocated</em>: the file is kept ahead of its records by a zero-filled, already
+ * fsynced stretch ({@value #PREALLOC_CHUNK} bytes at a time, extended by the flusher before it runs out), and records
+ * overwrite it. An fdatasync of an overwrite changes no metadata (no new blocks, no new size), so it is a data flush
+ * and a cache flush, not a commit of the filesystem's journal with whatever else is pending; that commit is most of
+ * what an fsync cost on a run's path (SPECIFICATION "Evidence"). Readers stop at the first NUL byte (canonical JSON
+ * never contains one); everything after it must be NUL. A clean close cuts the zero tail off; a crash leaves it.
+ * Version 1 logs (written before) are appended to as before, without preallocation.
  */
 public final class AuditLog implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.audit");
     public static final String FORMAT = "berth-audit";
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
+    /** First version whose files may end in a zero-filled preallocated stretch. */
+    static final int PREALLOC_VERSION = 2;
+    /** Bytes added to a preallocated log at a time; the flusher extends it when less than half of this is left. */
+    static final int PREALLOC_CHUNK = 1 << 20;
     /** Bytes of the head file, padded, so it can be rewritten in place with one positional write. */
     static final int HEAD_SIZE = 512;
     /** Largest record accepted; callers cap long fields (commands, paths) and record their digest instead. */
@@ -85,6 +97,10 @@ public final class AuditLog implements AutoCloseable {
     private final ReentrantLock sync = new ReentrantLock();
     private volatile Mark durable;
     private volatile String broken; // non-null: the file is in an unknown state; refuse everything
+    // preallocation (version 2 logs): the file's length, zero-filled past written.size(); extended under alloc
+    private boolean preallocate;
+    private final ReentrantLock alloc = new ReentrantLock();
+    private volatile long allocated;
     // guarded by head: the mark the head file was last written for (it lags durable by up to one flusher pass)
     private final ReentrantLock head = new ReentrantLock();
     private Mark headMark;
@@ -153,6 +169,9 @@ public final class AuditLog implements AutoCloseable {
             byte[] header = Canonical.encode(h);
             ByteBuffer b = ByteBuffer.allocate(header.length + 1).put(header).put((byte) '\n').flip();
             while (b.hasRemaining()) ch.write(b, ch.size());
+            preallocate = true;
+            allocated = header.length + 1L;
+            extendTo(ch, allocated + PREALLOC_CHUNK); // zero-filled and fsynced with the header, before any record
             ch.force(true);
             setTail(0, Canonical.sha256(header), header.length + 1L);
             return null;
@@ -161,15 +180,24 @@ public final class AuditLog implements AutoCloseable {
         int nl = indexOf(first, (byte) '\n', 0);
         if (nl < 0) throw new AuditException("the audit log " + file + " has no complete header line; it is not a Berth audit log or was cut short");
         byte[] header = java.util.Arrays.copyOf(first, nl);
-        checkHeader(header, file);
+        Map<String, Object> h = checkHeader(header, file);
+        preallocate = ((Number) h.get("version")).intValue() >= PREALLOC_VERSION;
+        allocated = size;
+        if (preallocate) size = contentEnd(size);
         // the last complete line and anything after it
         int window = (int) Math.min(size, 2L * MAX_RECORD + 2);
         long start = size - window;
         byte[] tail = readAt(start, window);
+        if (preallocate) {
+            // a power loss can leave zeroed holes in writes that were never fsynced: the records from the first
+            // line with a NUL byte on are such a torn tail (fsynced records never contain one)
+            int nul = indexOf(tail, (byte) 0, 0);
+            if (nul >= 0) tail = java.util.Arrays.copyOf(tail, nul);
+        }
         int end = lastIndexOf(tail, (byte) '\n', tail.length - 1);   // end of the last complete line
         byte[] dropped = null;
         long goodSize = start + end + 1;
-        if (goodSize < size) dropped = java.util.Arrays.copyOfRange(tail, end + 1, tail.length);
+        if (goodSize < size) dropped = readAt(goodSize, (int) Math.min(size - goodSize, 16L * MAX_RECORD));
         if (start + end == nl) {            // only the header is complete
             setTail(0, Canonical.sha256(header), goodSize);
         } else {
@@ -189,10 +217,64 @@ public final class AuditLog implements AutoCloseable {
         }
         if (dropped != null) {
             ch.truncate(goodSize);
-            ch.force(true);
+            allocated = goodSize;
         }
+        if (preallocate && allocated - goodSize < PREALLOC_CHUNK / 2) extendTo(ch, allocated + PREALLOC_CHUNK);
+        if (dropped != null || allocated > size) ch.force(true);
         return dropped;
     }
+
+    /** Length of the file without its zero-filled tail. */
+    private long contentEnd(long size) throws IOException {
+        long pos = size;
+        while (pos > 0) {
+            int n = (int) Math.min(pos, 1 << 16);
+            byte[] b = readAt(pos - n, n);
+            for (int i = b.length - 1; i >= 0; i--) if (b[i] != 0) return pos - n + i + 1;
+            pos -= n;
+        }
+        return 0;
+    }
+
+    /**
+     * Makes the file at least {@code length} bytes long with zeros written (not merely allocated: an unwritten
+     * extent would turn an overwrite into a metadata change again). Callers hold {@code alloc} or own the log alone.
+     */
+    private void extendTo(FileChannel c, long length) throws IOException {
+        long from = allocated;
+        if (length <= from) return;
+        ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(length - from, PREALLOC_CHUNK));
+        for (long at = from; at < length; ) {
+            zeros.clear().limit((int) Math.min(zeros.capacity(), length - at));
+            while (zeros.hasRemaining()) at += c.write(zeros, at);
+        }
+        allocated = length;
+    }
+
+    /**
+     * Keeps the preallocated stretch ahead of the records (the flusher's job, after its fsyncs): when less than half a
+     * chunk is left, adds a chunk of zeros and fsyncs it, so the callers' own fsyncs overwrite known blocks.
+     */
+    public void extendAhead() {
+        if (!preallocate || broken != null || allocated - written.size() >= PREALLOC_CHUNK / 2) return;
+        alloc.lock();
+        try {
+            if (closedNow() || allocated - written.size() >= PREALLOC_CHUNK / 2) return;
+            long target = allocated + PREALLOC_CHUNK;
+            uninterruptibly(false, c -> {
+                extendTo(c, target);
+                c.force(false);
+                return 0L;
+            });
+        } catch (IOException e) {
+            // a full disk: records are appended past the stretch, as in version 1, until there is room again
+            LOG.log(System.Logger.Level.WARNING, "audit log '" + name + "': cannot preallocate (" + e + ")");
+        } finally {
+            alloc.unlock();
+        }
+    }
+
+    private synchronized boolean closedNow() { return closed; }
 
     /** Refuses a header that is not ours or is from a newer format. Shared with the verifier. */
     static Map<String, Object> checkHeader(byte[] header, Path file) throws AuditException {
@@ -306,6 +388,11 @@ public final class AuditLog implements AutoCloseable {
             long start = written.size();
             long pos;
             try {
+                if (preallocate) {
+                    long need = start;
+                    for (Pending q : batch) need += q.line().length;
+                    if (need > allocated) growTo(need);
+                }
                 pos = uninterruptibly(false, c -> {
                     long at = start; // positional: a retry after an interrupt writes the same bytes at the same place
                     for (Pending q : batch) {
@@ -381,6 +468,24 @@ public final class AuditLog implements AutoCloseable {
         }
     }
 
+    /**
+     * A batch would go past the preallocated stretch (a burst faster than the flusher, or the first records after an
+     * open): zeros are written up to it first, without an fsync (the caller's own fsync then pays the metadata once),
+     * so records are only ever written below {@code allocated} and the flusher's zeros never land on one.
+     */
+    private void growTo(long need) throws IOException {
+        alloc.lock();
+        try {
+            long target = (need + 0xFFFF) & ~0xFFFFL;
+            uninterruptibly(false, c -> {
+                extendTo(c, target);
+                return 0L;
+            });
+        } finally {
+            alloc.unlock();
+        }
+    }
+
     private synchronized boolean stillThere(Pending p) { return p.epoch() == epoch; }
 
     private AuditException lost(Pending p) {
@@ -402,7 +507,13 @@ public final class AuditLog implements AutoCloseable {
             lastHash = back.hash();
         }
         try {
-            uninterruptibly(false, c -> c.size() > back.size() ? c.truncate(back.size()).size() : 0L);
+            alloc.lock();
+            try {
+                uninterruptibly(false, c -> c.size() > back.size() ? c.truncate(back.size()).size() : 0L);
+                allocated = Math.min(allocated, back.size());
+            } finally {
+                alloc.unlock();
+            }
         } catch (IOException e) {
             broken = "the audit log '" + name + "' (" + file + ") is in an unknown state: a write failed (" + cause
                     + ") and it could not be cut back (" + e + "); fix the disk and restart the server";
@@ -488,10 +599,20 @@ public final class AuditLog implements AutoCloseable {
         }
         write.lock();
         sync.lock();
+        alloc.lock();
         try {
+            Mark w = written;
+            if (preallocate && broken == null && w.equals(durable)) {
+                try {
+                    ch.truncate(w.size()); // a clean close leaves no zero tail; the next open preallocates again
+                } catch (IOException e) {
+                    LOG.log(System.Logger.Level.WARNING, "audit log '" + name + "': zero tail not cut at close (" + e + ")");
+                }
+            }
             closeQuietly(ch);
             closeQuietly(headCh);
         } finally {
+            alloc.unlock();
             sync.unlock();
             write.unlock();
         }

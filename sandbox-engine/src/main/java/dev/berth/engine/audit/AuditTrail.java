@@ -221,6 +221,7 @@ public final class AuditTrail implements AutoCloseable {
                 } catch (AuditException e) {
                     LOG.log(System.Logger.Level.ERROR, e.getMessage());
                 }
+                l.extendAhead(); // keep the zero-filled stretch ahead, so callers' fsyncs stay overwrites
             }
         }
     }

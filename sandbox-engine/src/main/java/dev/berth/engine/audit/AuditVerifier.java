@@ -23,7 +23,10 @@ import java.util.function.Consumer;
  * was replaced; a log that ends before the seq its signed head names was <em>truncated</em>; a head whose hash
  * differs from the chain at that seq means the chain was rewritten. A last line without its newline is a write a
  * crash interrupted, not tampering: the log verifies up to the record before it (the server cuts such a tail off,
- * and records that it did, when it next opens the log).
+ * and records that it did, when it next opens the log). A version 2 log may end in zeros (its preallocated stretch):
+ * the first NUL byte ends the records, and every byte after it must be zero. A zeroed hole followed by data is a
+ * power loss tearing writes that were never fsynced when it lies past the signed head's record, and damage (or
+ * tampering) when it lies within what the head says was fsynced.
  */
 public final class AuditVerifier {
     private AuditVerifier() {}
@@ -74,6 +77,7 @@ public final class AuditVerifier {
                 return new Report(log, file, Status.UNREADABLE, 0, 0, null, 0, 1, e.getMessage());
             }
             log = String.valueOf(h.get("log"));
+            boolean zeroTail = ((Number) h.get("version")).intValue() >= AuditLog.PREALLOC_VERSION;
             String prev = Canonical.sha256(header);
             long seq = 0;
             long lineNo = 1;
@@ -82,6 +86,10 @@ public final class AuditVerifier {
             byte[] line;
             while ((line = readLine(in)) != null) {
                 lineNo++;
+                if (line[line.length - 1] == 0) {
+                    Report r = zeros(log, file, zeroTail, line.length - 1, allZero(in), head, seq, prev, lineNo);
+                    return r.status() == Status.BROKEN ? r : checkHead(r, head, key, hashes);
+                }
                 if (line[line.length - 1] != '\n') {
                     String msg = "the last line (" + line.length + " bytes after record " + seq + ") is an incomplete write, as a"
                             + " crash leaves it, not tampering; the chain verifies up to record " + seq;
@@ -136,6 +144,37 @@ public final class AuditVerifier {
         }
     }
 
+    /** The records ended at a NUL byte, {@code before} bytes into line {@code lineNo}. */
+    private static Report zeros(String log, Path file, boolean zeroTail, int before, boolean restZero, Head head, long seq,
+                                String prev, long lineNo) {
+        if (!zeroTail) {
+            return broken(log, file, seq, prev, seq + 1, lineNo, "line " + lineNo + " (where record " + (seq + 1)
+                    + " should be) holds a NUL byte, which a version 1 log never has: it was edited or damaged");
+        }
+        if (restZero && before == 0) {
+            return new Report(log, file, Status.OK, seq, seq, prev, 0, 0, "intact: " + seq + " record(s)");
+        }
+        boolean unsynced = head == null || head.problem != null || seq >= head.seq;
+        String what = restZero
+                ? "the last line (" + before + " bytes after record " + seq + ") is an incomplete write, as a crash leaves it"
+                : "a zeroed stretch follows record " + seq + " with data after it";
+        if (restZero || unsynced) {
+            return new Report(log, file, Status.INCOMPLETE_TAIL, seq, seq, prev, seq + 1, lineNo, what
+                    + (restZero ? "" : ", past the last record the signed head says was fsynced: writes a power loss tore")
+                    + ", not tampering; the chain verifies up to record " + seq);
+        }
+        return broken(log, file, seq, prev, seq + 1, lineNo, what + " within the records the signed head says were fsynced ("
+                + head.seq + "): they were overwritten or damaged");
+    }
+
+    private static boolean allZero(InputStream in) throws IOException {
+        byte[] b = new byte[1 << 16];
+        for (int n; (n = in.read(b)) > 0; ) {
+            for (int i = 0; i < n; i++) if (b[i] != 0) return false;
+        }
+        return true;
+    }
+
     private static Report broken(String log, Path file, long seq, String prev, long at, long line, String message) {
         return new Report(log, file, Status.BROKEN, seq, seq, prev, at, line, message
                 + "; the chain verifies up to record " + seq);
@@ -183,13 +222,16 @@ public final class AuditVerifier {
         return new Report(r.log(), r.file(), Status.BROKEN, r.records(), r.lastSeq(), r.lastHash(), at, r.line(), message);
     }
 
-    /** One line including its '\n', or the bytes before EOF without one; null at EOF. Lines are capped. */
+    /**
+     * One line including its '\n', or up to and including its first NUL byte, or the bytes before EOF without
+     * either; null at EOF. Lines are capped.
+     */
     private static byte[] readLine(InputStream in) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream(512);
         int c;
         while ((c = in.read()) >= 0) {
             out.write(c);
-            if (c == '\n') return out.toByteArray();
+            if (c == '\n' || c == 0) return out.toByteArray();
             if (out.size() > AuditLog.MAX_RECORD + 2) {
                 // keep reading to the end of this line: the caller reports it as not a valid record
                 while ((c = in.read()) >= 0 && c != '\n') { }

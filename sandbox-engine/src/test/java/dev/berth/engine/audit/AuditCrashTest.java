@@ -56,9 +56,17 @@ class AuditCrashTest {
         assertTrue(r.intact(), r.status() + ": " + r.message());
         assertTrue(r.lastSeq() >= headSeq(head), "verified " + r.lastSeq() + " < head " + headSeq(head));
 
-        // a torn write of a record not yet fsynced (what a power cut can leave; kill -9 cannot split one write)
-        String last = Files.readAllLines(log).getLast();
-        Files.writeString(log, last.substring(0, last.length() / 2), java.nio.file.StandardOpenOption.APPEND);
+        // a torn write of a record not yet fsynced (what a power cut can leave; kill -9 cannot split one write),
+        // written where the next record goes: over the zero-filled preallocated stretch
+        byte[] all = Files.readAllBytes(log);
+        int end = all.length;
+        while (end > 0 && all[end - 1] == 0) end--;
+        assertTrue(all.length > end, "a killed writer leaves its preallocated zero tail");
+        int lineStart = end - 1;
+        while (all[lineStart - 1] != '\n') lineStart--;
+        try (var ch = java.nio.channels.FileChannel.open(log, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(all, lineStart, (end - lineStart) / 2), end);
+        }
         var torn = AuditVerifier.verify(log, key);
         assertEquals(AuditVerifier.Status.INCOMPLETE_TAIL, torn.status(), torn.message());
         assertEquals(r.lastSeq(), torn.lastSeq());

@@ -147,14 +147,142 @@ class AuditLogTest {
     void open_logOfNewerFormatVersion_isRefusedByName() throws Exception {
         Path f = writeLog(1);
         List<String> l = lines(f);
-        l.set(0, l.get(0).replace("\"version\":1", "\"version\":2"));
+        l.set(0, l.get(0).replace("\"version\":2", "\"version\":3"));
         write(f, l);
         var r = AuditVerifier.verify(f, key());
         assertEquals(Status.UNREADABLE, r.status());
-        assertTrue(r.message().contains("newer Berth (audit format version 2; this one reads up to 1)"), r.message());
+        assertTrue(r.message().contains("newer Berth (audit format version 3; this one reads up to 2)"), r.message());
         try (AuditTrail t = trail()) {
             var e = assertThrows(AuditException.class, () -> t.record("t", "note", Map.of()));
             assertTrue(e.getMessage().contains("newer Berth"), e.getMessage());
+        }
+    }
+
+    // --- preallocation (version 2): a zero-filled stretch ahead of the records, overwritten by them
+
+    private static long contentLength(Path f) throws IOException {
+        byte[] b = Files.readAllBytes(f);
+        int end = b.length;
+        while (end > 0 && b[end - 1] == 0) end--;
+        return end;
+    }
+
+    @Test
+    void open_log_isPreallocatedAhead_verifiesWhileOpen_andCleanCloseCutsTheZeros() throws Exception {
+        Path f = AuditTrail.tenantLog(home.resolve("audit"), "t");
+        try (AuditTrail t = trail()) {
+            for (int i = 1; i <= 3; i++) t.record("t", "note", Map.of("n", i));
+            assertTrue(Files.size(f) >= contentLength(f) + AuditLog.PREALLOC_CHUNK / 2,
+                    "size " + Files.size(f) + ", content " + contentLength(f));
+            var r = AuditVerifier.verify(f, key());
+            assertEquals(Status.OK, r.status(), r.message());
+            assertEquals(3, r.lastSeq());
+        }
+        assertEquals(contentLength(f), Files.size(f), "a clean close leaves no zero tail");
+        assertEquals(Status.OK, AuditVerifier.verify(f, key()).status());
+    }
+
+    /** The files as a crash leaves them (zero tail in place): the next server continues the chain, nothing to recover. */
+    @Test
+    void reopen_afterCrashWithZeroTail_continuesTheChainWithoutRecovery() throws Exception {
+        Path f = AuditTrail.tenantLog(home.resolve("audit"), "t");
+        Path crashed = home.resolve("crashed");
+        try (AuditTrail t = trail()) {
+            for (int i = 1; i <= 3; i++) t.record("t", "note", Map.of("n", i));
+            copyHome(crashed); // what is on disk at this moment, as kill -9 would leave it
+        }
+        Path g = AuditTrail.tenantLog(crashed.resolve("audit"), "t");
+        assertTrue(Files.size(g) > contentLength(g), "the copy keeps the zero tail");
+        try (AuditTrail t = AuditTrail.open(crashed, AuditTrail.OnFailure.REFUSE)) {
+            t.record("t", "note", Map.of("n", 4));
+        }
+        var r = AuditVerifier.verify(g, ServerKey.loadOrCreate(crashed.resolve("keys")));
+        assertEquals(Status.OK, r.status(), r.message());
+        assertEquals(4, r.lastSeq());
+        assertFalse(Files.readString(g).contains("tail_recovered"));
+    }
+
+    /**
+     * A power loss can tear writes that were never fsynced into zeroed holes followed by data: past the signed head
+     * that is a crash (incomplete, cut off at the next open); inside what the head covers it is damage.
+     */
+    @Test
+    void zeroedHole_pastTheHeadIsACrash_withinItIsBroken() throws Exception {
+        Path f = writeLog(3);
+        Path head = AuditLog.headOf(f);
+        byte[] headAt3 = Files.readAllBytes(head);
+        try (AuditTrail t = trail()) {
+            t.record("t", "note", Map.of("n", 4));
+            t.record("t", "note", Map.of("n", 5));
+        }
+        byte[] full = Files.readAllBytes(f);
+        List<String> l = lines(f);
+        int rec4 = full.length - l.get(5).length() - 1 - l.get(4).length() - 1;
+        byte[] torn = java.util.Arrays.copyOf(full, full.length + 4096);
+        java.util.Arrays.fill(torn, rec4 + 5, rec4 + 40, (byte) 0);  // a hole inside record 4, record 5 intact after it
+        Files.write(f, torn);
+
+        var inside = AuditVerifier.verify(f, key());                  // the head (seq 5) says record 4 was fsynced
+        assertEquals(Status.BROKEN, inside.status(), inside.message());
+        assertEquals(4, inside.brokenAt(), inside.message());
+
+        Files.write(head, headAt3);                                  // the head as it was before records 4 and 5
+        var past = AuditVerifier.verify(f, key());
+        assertEquals(Status.INCOMPLETE_TAIL, past.status(), past.message());
+        assertEquals(3, past.lastSeq());
+        assertTrue(past.message().contains("power loss"), past.message());
+
+        try (AuditTrail t = trail()) {
+            t.record("t", "note", Map.of("n", 6));
+        }
+        var after = AuditVerifier.verify(f, key());
+        assertEquals(Status.OK, after.status(), after.message());
+        assertEquals(5, after.lastSeq());                            // 1-3, tail_recovered, the new note
+        assertTrue(lines(f).get(4).contains("\"type\":\"tail_recovered\""), lines(f).get(4));
+    }
+
+    /** A log written before preallocation (version 1) keeps being appended to as before: no zeros, same chain. */
+    @Test
+    void versionOneLog_isAppendedWithoutPreallocation() throws Exception {
+        Path f = AuditTrail.tenantLog(home.resolve("audit"), "t");
+        Files.createDirectories(f.getParent());
+        Map<String, Object> h = new java.util.LinkedHashMap<>();
+        h.put("format", AuditLog.FORMAT);
+        h.put("version", 1);
+        h.put("log", "tenant:t");
+        h.put("created", "2026-11-01T00:00:00Z");
+        h.put("key_id", key().keyId());
+        Files.write(f, (new String(Canonical.encode(h), StandardCharsets.UTF_8) + "\n").getBytes(StandardCharsets.UTF_8));
+        try (AuditTrail t = trail()) {
+            t.record("t", "note", Map.of("n", 1));
+            t.record("t", "note", Map.of("n", 2));
+            assertEquals(contentLength(f), Files.size(f), "no zero tail on a version 1 log");
+        }
+        var r = AuditVerifier.verify(f, key());
+        assertEquals(Status.OK, r.status(), r.message());
+        assertEquals(2, r.lastSeq());
+    }
+
+    @Test
+    void verify_nulByteInAVersionOneLog_isBroken() throws Exception {
+        Path f = AuditTrail.tenantLog(home.resolve("audit"), "t");
+        versionOneLog_isAppendedWithoutPreallocation();
+        byte[] b = Files.readAllBytes(f);
+        b[b.length - 10] = 0;
+        Files.write(f, b);
+        var r = AuditVerifier.verify(f, key());
+        assertEquals(Status.BROKEN, r.status(), r.message());
+        assertTrue(r.message().contains("NUL byte"), r.message());
+    }
+
+    private void copyHome(Path to) throws IOException {
+        try (Stream<Path> all = Files.walk(home)) {
+            for (Path p : (Iterable<Path>) all::iterator) {
+                if (p.startsWith(to)) continue;
+                Path q = to.resolve(home.relativize(p).toString());
+                if (Files.isDirectory(p)) Files.createDirectories(q);
+                else Files.copy(p, q);
+            }
         }
     }
 
