@@ -129,6 +129,14 @@ final class McpBridge implements AutoCloseable {
         return r.path("structuredContent");
     }
 
+    /** Calls a tool that must succeed, letting the client wait up to {@code timeoutMs} (default 10 min). */
+    JsonNode okWithin(String tool, Map<String, Object> args, long timeoutMs) throws IOException {
+        JsonNode r = send(Map.of("op", "call", "name", tool, "args", args, "timeoutMs", timeoutMs));
+        if (!r.path("ok").asBoolean()) throw new IOException("call " + tool + " failed in the client: " + r.path("error").asString());
+        if (r.path("result").path("isError").asBoolean()) throw new AssertionError(tool + " failed: " + r);
+        return r.path("result").path("structuredContent");
+    }
+
     /** Calls a tool with a progress token; returns the whole answer (result and progress messages). */
     JsonNode callWithProgress(String tool, Map<String, Object> args) throws IOException {
         JsonNode r = send(Map.of("op", "call", "name", tool, "args", args, "progress", true));
