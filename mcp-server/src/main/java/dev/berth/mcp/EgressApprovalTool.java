@@ -108,6 +108,8 @@ final class EgressApprovalTool {
             @SuppressWarnings("unchecked") Map<String, Object> d = new LinkedHashMap<>((Map<String, Object>) o);
             denials.add(d);
             if (!(d.get("host") instanceof String host) || !(d.get("port") instanceof Integer port) || port == 0) continue;
+            // only the policy's refusals of approvable targets (the proxy marks them); not hard-rule or registry-rule ones
+            if (!(d.get("reason") instanceof String why) || !why.contains(" is approvable: a human can grant it")) continue;
             Approvals.Check c = engine.egressApprovals().check(host, port);
             if (!c.approvable()) continue;
             String hp = c.host() + ":" + c.port();
