@@ -429,7 +429,7 @@ final class HttpForwarder {
                     if (err != null) {
                         Throwable c = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
                         failBeforeResponse(502, f.rule().kind().label() + " metadata of " + f.request().pkg() + " from " + host
-                                + " was not filtered, so it is refused: " + c.getMessage());
+                                + " was not filtered, so it is refused: " + (c.getMessage() == null ? c.toString() : c.getMessage()));
                         return;
                     }
                     if (!res.hidden().isEmpty()) reportHidden(f, res.hidden());
