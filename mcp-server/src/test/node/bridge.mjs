@@ -12,6 +12,12 @@
 //   {"op":"cancel-call", ...same as call, "cancelAfterMs":N} -> aborts the call after N ms
 //   {"op":"parallel","calls":[{"name":..,"args":..},..]} -> {"ok":true,"results":[...]} (all sent at once)
 //   {"op":"close"}                           -> closes the transport (the server sees EOF on stdin)
+//   {"op":"connect","elicitation":true}      -> as connect, declaring the elicitation capability; the handler answers
+//                                               per the last "elicit" op (default: decline)
+//   {"op":"elicit","answer":{...}}           -> sets the answer to the next elicitation requests: an ElicitResult
+//                                               ({"action":"accept","content":{...}}), or {"hang":true} (never answer),
+//                                               or {"error":"message"} (answer with a JSON-RPC error)
+//   {"op":"elicitations"}                    -> {"ok":true,"requests":[params,...]} received so far (then cleared)
 // A failure is {"ok":false,"error":"message","code":N}. The SDK client validates structuredContent against each
 // tool's outputSchema, so a result that breaks its schema shows up here as an error.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -19,10 +25,13 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { createInterface } from "node:readline";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, ...rest] = process.argv.slice(2);
 let client = null;
 let transport = null;
+let elicitAnswer = { action: "decline" };
+let elicitRequests = [];
 
 function makeTransport() {
   if (mode === "stdio") {
@@ -43,8 +52,18 @@ async function handle(req) {
   switch (req.op) {
     case "connect": {
       transport = makeTransport();
-      client = new Client({ name: "berth-e2e", version: "1.0.0" }, { capabilities: {} });
-      await client.connect(transport);
+      client = new Client({ name: "berth-e2e", version: "1.0.0" },
+        { capabilities: req.elicitation ? { elicitation: { form: {} } } : {} });
+      if (req.elicitation) {
+        client.setRequestHandler(ElicitRequestSchema, async (request) => {
+          elicitRequests.push(request.params);
+          const a = elicitAnswer;
+          if (a.hang) return new Promise(() => {});
+          if (a.error) throw new Error(a.error);
+          return a;
+        });
+      }
+      await client.connect(transport, { timeout: 300000 }); // a loaded CI machine may take over a minute to start a server
       await client.listTools(); // caches output schemas so callTool validates structuredContent
       return {
         serverInfo: client.getServerVersion(),
@@ -72,6 +91,14 @@ async function handle(req) {
       const results = await Promise.all(req.calls.map((c) =>
         client.callTool({ name: c.name, arguments: c.args ?? {} }, undefined, { timeout: c.timeoutMs ?? 600000 })));
       return { results };
+    }
+    case "elicit":
+      elicitAnswer = req.answer;
+      return {};
+    case "elicitations": {
+      const requests = elicitRequests;
+      elicitRequests = [];
+      return { requests };
     }
     case "close":
       await client.close();

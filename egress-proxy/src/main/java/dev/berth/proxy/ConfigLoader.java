@@ -44,7 +44,8 @@ import tools.jackson.databind.json.JsonMapper;
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules", "advisories");
+    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules", "advisories", "approval");
+    private static final Set<String> APPROVAL = Set.of("hosts", "durationsS", "timeoutS");
     private static final Set<String> RULE = Set.of("hosts", "pushRepos", "minReleaseAgeDays", "exempt");
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
     private static final Set<String> TLS = Set.of("upstreamTrust", "ports");
@@ -119,6 +120,8 @@ public final class ConfigLoader {
         if (secrets != null) secrets(secrets, b, env);
         JsonNode rules = root.get("registryRules");
         if (rules != null) registryRules(rules, b);
+        JsonNode approval = root.get("approval");
+        if (approval != null) approval(approval, b);
         JsonNode advisories = root.get("advisories");
         if (advisories != null) {
             if (!advisories.isString()) throw new ConfigException("\"advisories\" must be the path of an OSV JSON file or of a directory of them");
@@ -272,6 +275,48 @@ public final class ConfigLoader {
             } catch (IllegalArgumentException ex) {
                 throw new ConfigException(ex.getMessage());
             }
+        }
+    }
+
+    private static void approval(JsonNode a, ProxyConfig.Builder b) throws ConfigException {
+        if (!a.isObject()) throw new ConfigException("\"approval\" must be an object {\"hosts\": [{\"host\", \"ports\"}], \"durationsS\": [...], \"timeoutS\": n}");
+        checkKeys(a, APPROVAL, "approval");
+        JsonNode hosts = a.get("hosts");
+        if (hosts == null || !hosts.isArray() || hosts.isEmpty()) {
+            throw new ConfigException("approval.hosts must be a non-empty array of {\"host\", \"ports\"} objects");
+        }
+        List<Policy.Entry> entries = new ArrayList<>();
+        int i = 0;
+        for (JsonNode e : hosts.values()) {
+            String where = "approval.hosts[" + i++ + "]";
+            Policy.Entry entry = entry(e, where);
+            HostPattern p = entry.host();
+            if (p.ip() != null && !AddressClassifier.classify(p.ip()).isPublic()) {
+                throw new ConfigException(where + ": IP literal " + p + " can never be approved: "
+                        + AddressClassifier.classify(p.ip()).description() + " (a hard rule)");
+            }
+            entries.add(entry);
+        }
+        List<java.time.Duration> durations = new ArrayList<>(ApprovalSettings.NONE.durations());
+        JsonNode ds = a.get("durationsS");
+        if (ds != null) {
+            if (!ds.isArray() || ds.isEmpty()) throw new ConfigException("approval.durationsS must be a non-empty array of seconds");
+            durations.clear();
+            for (JsonNode d : ds.values()) {
+                if (!d.isIntegralNumber() || d.longValue() < 1) throw new ConfigException("approval.durationsS entries must be positive integers (seconds), got " + d);
+                durations.add(java.time.Duration.ofSeconds(d.longValue()));
+            }
+        }
+        java.time.Duration timeout = ApprovalSettings.NONE.askTimeout();
+        JsonNode t = a.get("timeoutS");
+        if (t != null) {
+            if (!t.isIntegralNumber() || t.longValue() < 1 || t.longValue() > 3600) throw new ConfigException("approval.timeoutS must be an integer 1-3600, got " + t);
+            timeout = java.time.Duration.ofSeconds(t.longValue());
+        }
+        try {
+            b.approval(new ApprovalSettings(new Policy(entries), durations, timeout));
+        } catch (IllegalArgumentException ex) {
+            throw new ConfigException(ex.getMessage());
         }
     }
 

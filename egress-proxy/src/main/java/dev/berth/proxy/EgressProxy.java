@@ -41,6 +41,7 @@ public final class EgressProxy implements AutoCloseable {
 
     private final Shared shared;
     private final CredentialRegistry credentials;
+    private final Approvals approvals;
     private final EventLoopGroup nioGroup;
     private final EventLoopGroup localGroup;
     private final ExecutorService resolverThreads;
@@ -61,7 +62,8 @@ public final class EgressProxy implements AutoCloseable {
                 Thread.ofPlatform().name("egress-dns-", 0).daemon(true).factory(), new ThreadPoolExecutor.AbortPolicy());
         dns.allowCoreThreadTimeOut(true);
         this.resolverThreads = dns;
-        Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads);
+        this.approvals = new Approvals(cfg.approval(), b.audit, cfg.unsafeAllowLoopbackUpstreams());
+        Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads, approvals);
         InterceptionCa ca;
         io.netty.handler.ssl.SslContext upstreamTls = null;
         try {
@@ -92,6 +94,10 @@ public final class EgressProxy implements AutoCloseable {
                     + "; interception CA " + ca.certificate().getSubjectX500Principal().getName()));
         }
         b.audit.record(AuditRecord.note("proxy-start", "ceiling " + cfg.ceiling().describe()));
+        if (cfg.approval().enabled()) {
+            b.audit.record(AuditRecord.note("approval", "approvable hosts " + cfg.approval().hosts().describe() + ", durations "
+                    + cfg.approval().durations().stream().map(ApprovalSettings::label).toList()));
+        }
         if (!cfg.registryRules().isEmpty()) b.audit.record(AuditRecord.note("registry-rules", cfg.registryRules().toString()));
         for (String w : cfg.ceiling().sharedSuffixWarnings()) {
             LOG.log(System.Logger.Level.WARNING, w);
@@ -227,6 +233,12 @@ public final class EgressProxy implements AutoCloseable {
     /** Drops quota counters for a closed workspace. */
     public void forgetWorkspace(String workspaceId) {
         shared.forget(workspaceId);
+        approvals.endWorkspace(workspaceId, "workspace " + workspaceId + " closed");
+    }
+
+    /** Human-approved, time-boxed grants of approvable hosts (config {@code approval}); see {@link Approvals}. */
+    public Approvals approvals() {
+        return approvals;
     }
 
     @Override

@@ -30,11 +30,27 @@ final class Gatekeeper {
     private final ProxyConfig config;
     private final Resolver resolver;
     private final ExecutorService resolverThreads;
+    private final Approvals approvals;
 
     Gatekeeper(ProxyConfig config, Resolver resolver, ExecutorService resolverThreads) {
+        this(config, resolver, resolverThreads, null);
+    }
+
+    /** @param approvals live human-approved grants consulted when the policy refuses (null: none) */
+    Gatekeeper(ProxyConfig config, Resolver resolver, ExecutorService resolverThreads, Approvals approvals) {
         this.config = config;
         this.resolver = resolver;
         this.resolverThreads = resolverThreads;
+        this.approvals = approvals;
+    }
+
+    /**
+     * The verdict for a connection's target: the session's effective policy, or else a live approval grant of its
+     * workspace for exactly this host and port (then the session is registered with the grant, which closes it when
+     * the grant expires). Hard rules (resolution, address classification) apply either way.
+     */
+    CompletableFuture<Vetted> decide(Session session, String rawHost, int port) {
+        return decide(session.effective, rawHost, port, session);
     }
 
     /** Effective policy for a context: never wider than the operator ceiling. */
@@ -44,6 +60,10 @@ final class Gatekeeper {
 
     /** Completes (possibly on a resolver thread) with the verdict; never completes exceptionally. */
     CompletableFuture<Vetted> decide(Policy effective, String rawHost, int port) {
+        return decide(effective, rawHost, port, null);
+    }
+
+    private CompletableFuture<Vetted> decide(Policy effective, String rawHost, int port, Session session) {
         HostNames.Host host;
         try {
             host = HostNames.normalize(rawHost);
@@ -52,6 +72,17 @@ final class Gatekeeper {
         }
         String canonical = host.canonical();
         Policy.Verdict verdict = effective.check(host, port);
+        if (!verdict.allowed() && approvals != null && session != null) {
+            Approvals.Grant g = approvals.active(session.context.workspaceId(), canonical, port);
+            if (g != null) {
+                approvals.opened(g, session);
+                verdict = new Policy.Verdict(true, "host '" + canonical + "' port " + port + " allowed by approval grant " + g.id()
+                        + " (a human approved it for workspace " + g.workspaceId() + " until " + g.expiresAt() + ")");
+            } else if (approvals.settings().enabled() && approvals.check(canonical, port).approvable()) {
+                verdict = new Policy.Verdict(false, verdict.reason() + "; " + canonical + ":" + port
+                        + " is approvable: a human can grant it to this workspace for a while");
+            }
+        }
         if (!verdict.allowed()) {
             return CompletableFuture.completedFuture(new Vetted(false, canonical, port, null, verdict.reason()));
         }

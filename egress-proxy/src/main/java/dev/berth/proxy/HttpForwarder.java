@@ -96,7 +96,7 @@ final class HttpForwarder {
         originForm = target.originForm();
         ex = session.exchange(kind(), h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
         Session.Exchange mine = ex;
-        session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
+        session.shared.gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
     }
 
@@ -429,7 +429,7 @@ final class HttpForwarder {
                     if (err != null) {
                         Throwable c = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
                         failBeforeResponse(502, f.rule().kind().label() + " metadata of " + f.request().pkg() + " from " + host
-                                + " was not filtered, so it is refused: " + c.getMessage());
+                                + " was not filtered, so it is refused: " + (c.getMessage() == null ? c.toString() : c.getMessage()));
                         return;
                     }
                     if (!res.hidden().isEmpty()) reportHidden(f, res.hidden());

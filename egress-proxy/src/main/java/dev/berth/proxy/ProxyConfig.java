@@ -39,6 +39,7 @@ public final class ProxyConfig {
     private final java.util.List<RegistryRule> registryRules;
     private final Advisories advisories;
     private final int maxMetadataBytes;
+    private final ApprovalSettings approval;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -60,7 +61,11 @@ public final class ProxyConfig {
         this.registryRules = java.util.List.copyOf(b.registryRules);
         this.advisories = b.advisories;
         this.maxMetadataBytes = b.maxMetadataBytes;
+        this.approval = b.approval;
     }
+
+    /** Hosts a human may grant to one workspace for a while (MCP elicitation), and the durations offered. */
+    public ApprovalSettings approval() { return approval; }
 
     /** The malicious-package advisory feed (OSV) the registry rules enforce; empty by default. */
     public Advisories advisories() { return advisories; }
@@ -135,6 +140,7 @@ public final class ProxyConfig {
         b.registryRules.addAll(registryRules);
         b.advisories = advisories;
         b.maxMetadataBytes = maxMetadataBytes;
+        b.approval = approval;
         b.secrets.putAll(secrets);
         b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
@@ -164,6 +170,8 @@ public final class ProxyConfig {
 
         public Builder advisories(Advisories a) { this.advisories = Objects.requireNonNull(a); return this; }
         public Builder maxMetadataBytes(int v) { this.maxMetadataBytes = positive(v, "maxMetadataBytes"); return this; }
+        private ApprovalSettings approval = ApprovalSettings.NONE;
+        public Builder approval(ApprovalSettings a) { this.approval = Objects.requireNonNull(a); return this; }
         public Builder registryRule(RegistryRule r) { this.registryRules.add(Objects.requireNonNull(r)); return this; }
 
         public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }

@@ -51,7 +51,7 @@ final class TunnelStarter {
         headBytes = head.wireBytes();
         String shownHost = canonicalOrRaw(target.host());
         ex = session.exchange("connect", "CONNECT", shownHost, target.port());
-        session.shared.gatekeeper().decide(session.effective, target.host(), target.port())
+        session.shared.gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(v)));
     }
 

@@ -36,6 +36,11 @@ final class Harness implements AutoCloseable {
 
     /** With a clock for quota windows, connection rates and placeholder lifetimes. */
     Harness(UnaryOperator<ProxyConfig.Builder> tweak, java.util.function.LongSupplier nanos) throws IOException {
+        this((h, b) -> tweak.apply(b), nanos);
+    }
+
+    /** With a config tweak that can use the harness's upstream ports. */
+    Harness(java.util.function.BiFunction<Harness, ProxyConfig.Builder, ProxyConfig.Builder> tweak, java.util.function.LongSupplier nanos) throws IOException {
         tlsEcho = new Upstreams.Echo("127.0.0.1");
         plainEcho = new Upstreams.Echo("127.0.0.1");
         http = new Upstreams.Http();
@@ -54,7 +59,7 @@ final class Harness implements AutoCloseable {
                 "private.test:" + p, "metadata.test:" + p, "mixed.test:" + p, "nat64.test:" + p,
                 "sixtofour.test:" + p, "ula.test:" + p, "rebind.test:" + p + "," + h,
                 "127.0.0.1:" + h, "10.0.0.1:443"));
-        config = tweak.apply(ProxyConfig.builder()
+        config = tweak.apply(this, ProxyConfig.builder()
                 .ceiling(ceiling)
                 .tlsPorts(java.util.Set.of(443, t))
                 .maxHeaderBytes(8192)

@@ -34,6 +34,7 @@ final class Tools {
     private final Function<McpSyncServerExchange, Tenant> tenants;
     private final FileTools files;
     private final ToolAudit audit;
+    private final EgressApprovalTool approvals;
 
     /**
      * @param tenants   who a call is made for: the single local tenant over stdio, the authenticated one over HTTP
@@ -45,6 +46,7 @@ final class Tools {
         this.tenants = tenants;
         this.files = new FileTools(engine);
         this.audit = new ToolAudit(engine.auditTrail(), transport);
+        this.approvals = new EgressApprovalTool(engine);
     }
 
     List<SyncToolSpecification> specifications(ToolCatalog catalog) {
@@ -61,6 +63,7 @@ final class Tools {
                 case "write_file" -> (x, a, r) -> files.write(tenants.apply(x), a);
                 case "list_files" -> (x, a, r) -> files.list(tenants.apply(x), a);
                 case "expose_port" -> (x, a, r) -> expose(tenants.apply(x), a);
+                case "request_egress" -> (x, a, r) -> toMap(approvals.request(x, tenants.apply(x), a));
                 default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
             };
             specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
@@ -157,10 +160,17 @@ final class Tools {
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);
-        if (token == null) return Results.run(engine.run(tenant, rr, OutputListener.NONE));
-        try (ProgressStreamer streamer = new ProgressStreamer(ex, token)) {
-            return Results.run(engine.run(tenant, rr, streamer));
+        dev.berth.engine.RunResult result;
+        if (token == null) {
+            result = engine.run(tenant, rr, OutputListener.NONE);
+        } else {
+            try (ProgressStreamer streamer = new ProgressStreamer(ex, token)) {
+                result = engine.run(tenant, rr, streamer);
+            }
         }
+        Map<String, Object> out = Results.run(result);
+        approvals.afterRun(ex, tenant, rr.workspace(), result, out);  // approvable denials: ask the human, or say who could
+        return out;
     }
 
     private Map<String, Object> snapshot(Tenant tenant, Args a) throws EngineException {

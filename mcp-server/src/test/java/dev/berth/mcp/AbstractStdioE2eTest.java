@@ -82,7 +82,7 @@ abstract class AbstractStdioE2eTest {
             assertTrue(t.path("annotations").has("readOnlyHint"), t.toString());
         }
         assertEquals(Set.of("open_workspace", "run", "park", "snapshot", "close_workspace", "list_workspaces",
-                "read_file", "write_file", "list_files", "expose_port"), names);
+                "read_file", "write_file", "list_files", "expose_port", "request_egress"), names);
     }
 
     @Test

@@ -94,6 +94,27 @@ final class McpBridge implements AutoCloseable {
         return r;
     }
 
+    /** Connects declaring the elicitation capability; the client answers per {@link #elicitAnswer} (default decline). */
+    JsonNode connectWithElicitation() throws IOException {
+        JsonNode r = send(Map.of("op", "connect", "elicitation", true));
+        if (!r.path("ok").asBoolean()) throw new IOException("connect failed: " + r);
+        return r;
+    }
+
+    /**
+     * How the client answers the next elicitation requests: an ElicitResult map ({@code action}, {@code content}), or
+     * {@code {"hang": true}} (never), or {@code {"error": "..."}} (a JSON-RPC error).
+     */
+    void elicitAnswer(Map<String, Object> answer) throws IOException {
+        JsonNode r = send(Map.of("op", "elicit", "answer", answer));
+        if (!r.path("ok").asBoolean()) throw new IOException("elicit failed: " + r);
+    }
+
+    /** The elicitation requests (their params) the client received since the last call. */
+    JsonNode elicitations() throws IOException {
+        return send(Map.of("op", "elicitations")).path("requests");
+    }
+
     /** Calls a tool; returns the CallToolResult (content, structuredContent, isError). */
     JsonNode call(String tool, Map<String, Object> args) throws IOException {
         JsonNode r = send(Map.of("op", "call", "name", tool, "args", args));
@@ -106,6 +127,14 @@ final class McpBridge implements AutoCloseable {
         JsonNode r = call(tool, args);
         if (r.path("isError").asBoolean()) throw new AssertionError(tool + " failed: " + r);
         return r.path("structuredContent");
+    }
+
+    /** Calls a tool that must succeed, letting the client wait up to {@code timeoutMs} (default 10 min). */
+    JsonNode okWithin(String tool, Map<String, Object> args, long timeoutMs) throws IOException {
+        JsonNode r = send(Map.of("op", "call", "name", tool, "args", args, "timeoutMs", timeoutMs));
+        if (!r.path("ok").asBoolean()) throw new IOException("call " + tool + " failed in the client: " + r.path("error").asString());
+        if (r.path("result").path("isError").asBoolean()) throw new AssertionError(tool + " failed: " + r);
+        return r.path("result").path("structuredContent");
     }
 
     /** Calls a tool with a progress token; returns the whole answer (result and progress messages). */

@@ -38,6 +38,7 @@ public final class Engine implements AutoCloseable {
     private final WorkspaceLifecycle lifecycle;
     private final IdleReaper reaper;
     private final Ports ports;
+    private final EgressApprovals approvals;
     private final ForkMany forks;
     private final WarmPool pool;
     private final dev.berth.engine.image.ImageStore images;
@@ -61,6 +62,7 @@ public final class Engine implements AutoCloseable {
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence);
+        this.approvals = new EgressApprovals(config, registry);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
 
@@ -156,6 +158,9 @@ public final class Engine implements AutoCloseable {
 
     /** Exposed ports of workspaces (previews of dev servers): expose, unexpose, list, connect. */
     public Ports ports() { return ports; }
+
+    /** Human approval of approvable egress hosts: check, record, grant (workspace-scoped, time-boxed). */
+    public EgressApprovals egressApprovals() { return approvals; }
 
     // ---------------------------------------------------------------- snapshots
 
