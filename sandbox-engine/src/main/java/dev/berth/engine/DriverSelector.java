@@ -62,6 +62,11 @@ final class DriverSelector {
         return d;
     }
 
+    /** The configured drivers' names, without probing them (a probe can take seconds: QEMU, the guest image). */
+    java.util.Set<String> names() {
+        return java.util.Collections.unmodifiableSet(drivers.keySet());
+    }
+
     /** Drivers with their availability, for {@code berth doctor}. */
     Map<String, Availability> report() {
         Map<String, Availability> m = new LinkedHashMap<>();

@@ -418,7 +418,7 @@ public final class Engine implements AutoCloseable {
 
     private void registerGauges() {
         List<String> states = java.util.Arrays.stream(WorkspaceState.values()).map(s -> s.name().toLowerCase(java.util.Locale.ROOT)).toList();
-        evidence.metrics().gauges(states, drivers.report().keySet(),
+        evidence.metrics().gauges(states, drivers.names(), // names only: probing would hold up the start
                 (state, iso) -> registry.all().stream().filter(w -> w.driver.name().equals(iso)
                         && w.state().name().toLowerCase(java.util.Locale.ROOT).equals(state)).count(),
                 iso -> registry.all().stream().filter(w -> w.driver.name().equals(iso) && w.sandboxLive()).count());
