@@ -98,8 +98,10 @@ final class HttpCommand {
                 previewsRef[0] = startPreviews(config, auth, engine, config.http().bind(), config.http().port(),
                         new java.net.InetSocketAddress("127.0.0.1", http.port()));
             } catch (RuntimeException e) {
-                // a port in use is a bind failure; Netty throws it unchecked
-                System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + e.getMessage());
+                // a port in use is a bind failure; Netty throws it unchecked (the preview server wraps it with the
+                // address, which this line names already)
+                String why = e.getCause() != null && e.getCause().getMessage() != null ? e.getCause().getMessage() : e.getMessage();
+                System.err.println("berth: cannot listen on " + config.http().bind() + ":" + config.http().port() + ": " + why);
                 return 1;
             }
             port = previewsRef[0].port();

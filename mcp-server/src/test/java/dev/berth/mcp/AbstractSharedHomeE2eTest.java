@@ -34,7 +34,8 @@ abstract class AbstractSharedHomeE2eTest {
             long ownerPid = a.connect().path("pid").asLong();
             a.ok("open_workspace", Map.of("name", "shared"));
             a.ok("run", Map.of("workspace", "shared", "command", "echo from-a > a.txt"));
-            // a long-lived process is a background run of its own: on namespace and gVisor nothing outlives its run
+            // a long-lived process is a background run of its own: on namespace and gVisor nothing outlives its run.
+            // B waits (up to a minute) for the loop's next tick: under TCG on a loaded host one turn can take seconds
             a.ok("run", Map.of("workspace", "shared", "background", true, "command",
                     "while true; do date +%s%N > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.2; done"));
             List<Long> sandboxesBefore = sandboxes(ownerPid);
@@ -45,7 +46,8 @@ abstract class AbstractSharedHomeE2eTest {
                 assertEquals(1, listed.size(), listed.toString());
                 assertEquals("running", listed.get(0).path("state").asString(), "B's start must not park or kill A's workspace");
                 JsonNode r = b.ok("run", Map.of("workspace", "shared", "command",
-                        "cat a.txt; t1=$(cat /tmp/tick); sleep 1; t2=$(cat /tmp/tick); [ \"$t2\" != \"$t1\" ] && echo ticking; echo from-b > b.txt"));
+                        "cat a.txt; t1=$(cat /tmp/tick); i=0; while [ $i -lt 60 ]; do sleep 1; [ \"$(cat /tmp/tick)\" != \"$t1\" ] && echo ticking && break;"
+                        + " i=$((i+1)); done; echo from-b > b.txt"));
                 assertEquals("from-a\nticking\n", r.path("stdout").asString(), r.toString());
                 assertFalse(r.path("resumed").asBoolean(), "nothing was restarted: " + r);
                 assertEquals(sandboxesBefore, sandboxes(ownerPid), "the same sandbox serves both clients");
