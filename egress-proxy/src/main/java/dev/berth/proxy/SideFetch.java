@@ -38,16 +38,40 @@ final class SideFetch {
     static CompletableFuture<Result> fetch(Session session, Gatekeeper.Vetted v, boolean tls, String method, String path, String accept) {
         CompletableFuture<Result> out = new CompletableFuture<>();
         int max = session.config().maxMetadataBytes();
+        DefaultFullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.valueOf(method), path);
+        int defaultPort = tls ? 443 : 80;
+        req.headers().set(HttpHeaderNames.HOST, v.host() + (v.port() == defaultPort ? "" : ":" + v.port()));
+        req.headers().set(HttpHeaderNames.ACCEPT, accept);
+        req.headers().set(HttpHeaderNames.ACCEPT_ENCODING, "gzip");
+        req.headers().set(HttpHeaderNames.USER_AGENT, "berth-egress-proxy (release-age check)");
+        req.headers().set(HttpHeaderNames.CONNECTION, "close");
         var cf = session.upstream(new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
-                ch.config().setAutoRead(true);
                 if (tls) ch.pipeline().addLast("tls", session.shared.upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
                 ch.pipeline().addLast(new ReadTimeoutHandler(session.config().connectTimeout().toMillis() * 3, TimeUnit.MILLISECONDS));
                 ch.pipeline().addLast(new HttpClientCodec());
                 ch.pipeline().addLast(new HttpContentDecompressor(0));
                 ch.pipeline().addLast(new HttpObjectAggregator(max));
                 ch.pipeline().addLast(new SimpleChannelInboundHandler<FullHttpResponse>() {
+                    /**
+                     * Reading starts, and the request goes out (behind the TLS handler's own start), once the channel
+                     * is connected. Turning reads on while it was still connecting let the selector hand Netty a read
+                     * of the connecting socket now and then, which failed with NotYetConnectedException and refused
+                     * the metadata (502).
+                     */
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        ctx.channel().config().setAutoRead(true);
+                        ctx.fireChannelActive();
+                        ctx.writeAndFlush(req).addListener((ChannelFutureListener) w -> {
+                            if (!w.isSuccess()) {
+                                out.completeExceptionally(w.cause());
+                                w.channel().close();
+                            }
+                        });
+                    }
+
                     @Override
                     protected void channelRead0(ChannelHandlerContext ctx, FullHttpResponse r) {
                         String lm = r.headers().get(HttpHeaderNames.LAST_MODIFIED);
@@ -80,18 +104,7 @@ final class SideFetch {
             }
         }).connect(new InetSocketAddress(v.address(), v.port()));
         cf.addListener((ChannelFutureListener) f -> {
-            if (!f.isSuccess()) {
-                out.completeExceptionally(f.cause());
-                return;
-            }
-            DefaultFullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.valueOf(method), path);
-            int defaultPort = tls ? 443 : 80;
-            req.headers().set(HttpHeaderNames.HOST, v.host() + (v.port() == defaultPort ? "" : ":" + v.port()));
-            req.headers().set(HttpHeaderNames.ACCEPT, accept);
-            req.headers().set(HttpHeaderNames.ACCEPT_ENCODING, "gzip");
-            req.headers().set(HttpHeaderNames.USER_AGENT, "berth-egress-proxy (release-age check)");
-            req.headers().set(HttpHeaderNames.CONNECTION, "close");
-            f.channel().writeAndFlush(req);
+            if (!f.isSuccess()) out.completeExceptionally(f.cause());
         });
         return out;
     }

@@ -160,10 +160,6 @@ class MavenSupplyChainE2eTest {
     }
 
     @Test
-    @org.junit.jupiter.api.Disabled("intermittent defect: 4 of 7 runs passed (2026-11-30/12-01); in the 3 others the proxy HEADed"
-            + " 1.1.0's POM, never 1.0.0's, and refused the metadata 502 ('maven metadata of org.example:greeting from localhost"
-            + " was not filtered, so it is refused: null': an exception without a message in SupplyGuard.mavenTimes/SideFetch;"
-            + " the reason now names its class). Run it with -Djunit.jupiter.conditions.deactivate='org.junit.*DisabledCondition'")
     void mvn_resolvesTheRangeToTheOldEnoughVersion_freshJarRefused() throws Exception {
         String ws = ok("open_workspace", Map.of()).path("workspace").asString();
         String base = "https://localhost:" + repo.port;
