@@ -45,11 +45,10 @@ class GitE2eTest {
     void start() throws Exception {
         dir = Files.createTempDirectory("berth-git-e2e-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki pki = TestPki.create();
-        Path cert = dir.resolve("server.crt");
-        Path key = dir.resolve("server.key");
-        pki.writeServerPem(cert, key, "localhost");
-        Path root = pki.writeCaPem(dir.resolve("test-root.pem"));
+        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
+        Path cert = tls.cert();
+        Path key = tls.key();
+        Path root = tls.root();
         for (String repo : List.of("private", "other")) seed(repo);
         Files.writeString(dir.resolve("htpasswd"), "x-access-token:{PLAIN}" + REAL + "\n");
         String locations = """

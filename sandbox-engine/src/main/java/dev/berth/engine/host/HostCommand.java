@@ -7,23 +7,12 @@ import java.util.concurrent.TimeUnit;
 public final class HostCommand {
     private HostCommand() {}
 
-    /** Runs {@code cmd}, waiting up to 120 s; a non-zero exit is an IOException carrying the command's output. */
+    /**
+     * Runs {@code cmd}, waiting up to 120 s; a non-zero exit is an IOException carrying the command's output. The
+     * output is read while the command runs (a command that fills the pipe would otherwise wait for a reader).
+     */
     public static void exec(String... cmd) throws IOException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        try {
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IOException(String.join(" ", cmd) + " did not finish in 120 s");
-            }
-        } catch (InterruptedException e) {
-            p.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while running " + cmd[0]);
-        }
-        if (p.exitValue() != 0) {
-            String out = new String(p.getInputStream().readAllBytes()).strip();
-            throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + out);
-        }
+        output(cmd);
     }
 
     /** Runs {@code cmd} like {@link #exec} and returns what it printed on standard output and error. */

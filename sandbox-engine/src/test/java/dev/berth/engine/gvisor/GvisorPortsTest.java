@@ -11,18 +11,15 @@ import dev.berth.engine.EngineException;
 import dev.berth.engine.OpenRequest;
 import dev.berth.engine.OutputListener;
 import dev.berth.engine.PortExposure;
-import dev.berth.engine.Ports;
 import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.agent.PortStream;
-import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -63,34 +60,8 @@ class GvisorPortsTest {
         if (home != null) dev.berth.engine.spi.Trees.delete(home);
     }
 
-    /** One HTTP/1.0 exchange over a port stream: the whole answer, once the app closed. */
     private String get(PortExposure e, String path) throws Exception {
-        ByteArrayOutputStream got = new ByteArrayOutputStream();
-        CompletableFuture<Void> closed = new CompletableFuture<>();
-        PortStream[] stream = new PortStream[1];
-        PortStream.Sink sink = new PortStream.Sink() {
-            @Override public void onData(ByteBuffer data) {
-                synchronized (got) {
-                    int n = data.remaining();
-                    byte[] b = new byte[n];
-                    data.get(b);
-                    got.writeBytes(b);
-                    if (stream[0] != null) stream[0].consumed(n);
-                }
-            }
-            @Override public void onClose() { closed.complete(null); }
-            @Override public void onReset(String reason) { closed.completeExceptionally(new AssertionError("reset: " + reason)); }
-        };
-        try (Ports.Connection c = engine.ports().connect(e, sink)) {
-            synchronized (got) {
-                stream[0] = c.stream();
-                if (got.size() > 0) c.stream().consumed(got.size());
-            }
-            c.stream().write(ByteBuffer.wrap(("GET " + path + " HTTP/1.0\r\nHost: localhost:8000\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
-            closed.get(120, TimeUnit.SECONDS);
-            c.stream().shutdownOutput();
-        }
-        return got.toString(StandardCharsets.UTF_8);
+        return dev.berth.engine.PortExchange.get(engine, e, "localhost:8000", path);
     }
 
     @Test
