@@ -96,15 +96,8 @@ class PreviewE2eTest {
         return r.path("content").get(0).path("text").asString();
     }
 
-    /** curl's body followed by a last line with the status code. */
     private static String[] curl(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of("curl", "-sS", "--max-time", "60", "-w", "\n%{http_code}"));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(90, TimeUnit.SECONDS));
-        int nl = out.lastIndexOf('\n');
-        return new String[] {out.substring(0, Math.max(nl, 0)), out.substring(nl + 1)};
+        return Curl.call(args);
     }
 
     private static String withoutQuery(String url) {

@@ -52,21 +52,11 @@ class PreviewHttpE2eTest {
     }
 
     private static JsonNode ok(McpBridge b, String tool, Map<String, Object> args) throws Exception {
-        JsonNode r = b.call(tool, args);
-        assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
-        JsonNode sc = r.path("structuredContent");
-        SchemaCheck.assertValid(tool, sc);
-        return sc;
+        return SchemaCheck.ok(b, tool, args);
     }
 
     private static String[] curl(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of("curl", "-sS", "--max-time", "60", "-w", "\n%{http_code}"));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(90, TimeUnit.SECONDS));
-        int nl = out.lastIndexOf('\n');
-        return new String[] {out.substring(0, Math.max(nl, 0)), out.substring(nl + 1)};
+        return Curl.call(args);
     }
 
     @Test

@@ -14,6 +14,15 @@ final class SchemaCheck {
 
     private SchemaCheck() {}
 
+    /** Calls {@code tool} through {@code b}, asserts it succeeded and its structured result fits the schema; returns that result. */
+    static JsonNode ok(McpBridge b, String tool, java.util.Map<String, Object> args) throws Exception {
+        JsonNode r = b.call(tool, args);
+        org.junit.jupiter.api.Assertions.assertFalse(r.path("isError").asBoolean(), () -> tool + " failed: " + r);
+        JsonNode sc = r.path("structuredContent");
+        assertValid(tool, sc);
+        return sc;
+    }
+
     /** Throws AssertionError listing every violation of {@code tool}'s output schema. */
     static void assertValid(String tool, JsonNode structuredContent) {
         JsonNode schemaNode = McpBridge.JSON.valueToTree(CATALOG.tool(tool).outputSchema());
