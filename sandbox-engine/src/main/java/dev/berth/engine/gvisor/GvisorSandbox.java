@@ -13,8 +13,6 @@ import dev.berth.engine.spi.Trees;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
@@ -70,7 +68,7 @@ final class GvisorSandbox implements Sandbox {
             pb.environment().put("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
             pb.directory(new java.io.File("/"));
             p = pb.start();
-            SocketChannel ch = accept(server, p, log);
+            SocketChannel ch = dev.berth.engine.host.AgentListener.accept(server, p, "runsc", log, READY_TIMEOUT);
             AgentClient agent = AgentClient.handshake(ch, Duration.ofSeconds(10));
             return new GvisorSandbox(runsc, p, agent, layout, req.workspaceId(), req.resources(), cgroup);
         } catch (SandboxException | IOException | RuntimeException e) {
@@ -78,35 +76,6 @@ final class GvisorSandbox implements Sandbox {
             throw e;
         } finally {
             Files.deleteIfExists(layout.socket());
-        }
-    }
-
-    private static SocketChannel accept(ServerSocketChannel server, Process p, Path log) throws IOException, SandboxException {
-        server.configureBlocking(false);
-        try (Selector sel = Selector.open()) {
-            server.register(sel, SelectionKey.OP_ACCEPT);
-            long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
-            while (System.nanoTime() < deadline) {
-                sel.select(50);
-                SocketChannel ch = server.accept();
-                if (ch != null) {
-                    ch.configureBlocking(true);
-                    return ch;
-                }
-                if (!p.isAlive()) {
-                    throw new SandboxException("runsc exited with status " + p.exitValue() + " before the agent connected: " + tail(log));
-                }
-            }
-        }
-        throw new SandboxException("the agent did not connect within " + READY_TIMEOUT.toSeconds() + " s: " + tail(log));
-    }
-
-    private static String tail(Path log) {
-        try {
-            String s = Files.readString(log).strip();
-            return s.isEmpty() ? "(no output)" : s.length() > 2000 ? s.substring(s.length() - 2000) : s;
-        } catch (IOException e) {
-            return "(no output)";
         }
     }
 

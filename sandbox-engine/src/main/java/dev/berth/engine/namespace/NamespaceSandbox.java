@@ -13,8 +13,6 @@ import dev.berth.engine.spi.Trees;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
@@ -79,7 +77,7 @@ final class NamespaceSandbox implements Sandbox {
             pb.directory(new java.io.File("/")); // nor the server's working directory
             pb.environment().put("PWD", "/");
             p = pb.start();
-            SocketChannel ch = accept(server, p, log);
+            SocketChannel ch = dev.berth.engine.host.AgentListener.accept(server, p, "bubblewrap", log, READY_TIMEOUT);
             AgentClient agent = AgentClient.handshake(ch, Duration.ofSeconds(10));
             return new NamespaceSandbox(p, agent, layout, limits);
         } catch (SandboxException | IOException | RuntimeException e) {
@@ -88,36 +86,6 @@ final class NamespaceSandbox implements Sandbox {
             throw e;
         } finally {
             Files.deleteIfExists(layout.socket());
-        }
-    }
-
-    private static SocketChannel accept(ServerSocketChannel server, Process p, Path log) throws IOException, SandboxException {
-        server.configureBlocking(false);
-        try (Selector sel = Selector.open()) {
-            server.register(sel, SelectionKey.OP_ACCEPT);
-            long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
-            while (System.nanoTime() < deadline) {
-                sel.select(50);
-                SocketChannel ch = server.accept();
-                if (ch != null) {
-                    ch.configureBlocking(true);
-                    return ch;
-                }
-                if (!p.isAlive()) {
-                    throw new SandboxException("bubblewrap exited with status " + p.exitValue() + " before the agent connected: "
-                            + tail(log));
-                }
-            }
-        }
-        throw new SandboxException("the agent did not connect within " + READY_TIMEOUT.toSeconds() + " s: " + tail(log));
-    }
-
-    private static String tail(Path log) {
-        try {
-            String s = Files.readString(log).strip();
-            return s.isEmpty() ? "(no output)" : s.length() > 2000 ? s.substring(s.length() - 2000) : s;
-        } catch (IOException e) {
-            return "(no output)";
         }
     }
 
