@@ -52,6 +52,21 @@ public final class BlockIoLimits {
         return found; // the last mount on the point is the one in use
     }
 
+    /**
+     * {@code major:minor} of the block device holding {@code file}'s filesystem, or null when it has none of its own
+     * (an anonymous device number: btrfs, overlay, tmpfs) or the file cannot be read.
+     */
+    public static String deviceOfFile(Path file) {
+        try {
+            long dev = ((Number) Files.getAttribute(file, "unix:dev")).longValue();
+            long major = ((dev >>> 32) & 0xfffff000L) | ((dev >>> 8) & 0xfffL);
+            long minor = ((dev >>> 12) & 0xffffff00L) | (dev & 0xffL);
+            return major == 0 ? null : major + ":" + minor;
+        } catch (IOException | UnsupportedOperationException | ClassCastException e) {
+            return null;
+        }
+    }
+
     private static String rdev(Path source) {
         try {
             if (!source.isAbsolute() || !Files.exists(source)) return null;

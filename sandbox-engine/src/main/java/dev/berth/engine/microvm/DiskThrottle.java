@@ -1,8 +1,11 @@
 package dev.berth.engine.microvm;
 
+import dev.berth.engine.host.BlockIoLimits;
 import dev.berth.engine.spi.IoLimits;
 import dev.berth.engine.spi.Limit;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,8 +25,12 @@ final class DiskThrottle {
 
     private DiskThrottle() {}
 
-    /** Sets {@code io} on the machine's disks (all zero: no throttling) and returns the four limits as QEMU holds them. */
-    static List<Limit> apply(QemuMachine m, IoLimits io) {
+    /**
+     * Sets {@code io} on the machine's disks (all zero: no throttling) and returns the four limits as QEMU holds them.
+     * A jailed QEMU is also put in a cgroup of its own that throttles its own I/O to the host disk holding
+     * the workspace's state directory {@code stateDir} (see {@link #hostGroup}).
+     */
+    static List<Limit> apply(QemuMachine m, Path stateDir, IoLimits io) {
         try {
             set(m, "data", io);
         } catch (IOException e) {
@@ -38,7 +45,34 @@ final class DiskThrottle {
             base = e.getMessage() != null && e.getMessage().contains("DeviceNotFound") ? ""
                     : "; the read-only base disk is not throttled: " + e.getMessage();
         }
-        return readBack(m, io, base);
+        return readBack(m, io, base + hostGroup(m, stateDir, io));
+    }
+
+    /**
+     * Defence in depth for a guest that escaped into QEMU, which QEMU's own throttling would then no longer bind: the
+     * jailed QEMU process joins a cgroup v1 blkio group (blkio/berth-vmm/KEY) with the same limits on the host device
+     * holding its state directory (its data disk and RAM file). That holds its reads and its direct or fsync'ed writes; the host page cache's writeback
+     * is charged to the root cgroup under v1 and escapes it. Returns the clause for the limits' "how", or "" when
+     * nothing is asked or QEMU runs unjailed.
+     */
+    static String hostGroup(QemuMachine m, Path stateDir, IoLimits io) {
+        if (!io.any() || !VmmJail.enabled()) return "";
+        Path blkio = VmmJail.CGROUP.resolve("blkio");
+        if (!Files.isDirectory(blkio)) return "; its QEMU process is in no host I/O cgroup (no cgroup v1 blkio controller here)";
+        String device = BlockIoLimits.deviceOfFile(stateDir);
+        if (device == null) return "; its QEMU process is in no host I/O cgroup (the disk's host filesystem has no block device of its own)";
+        try {
+            Path group = blkio.resolve("berth-vmm").resolve(VmmJail.key(m.runtimeDir));
+            Files.createDirectories(group);
+            List<Limit> held = BlockIoLimits.apply(group, true, device, io);
+            Files.writeString(group.resolve("cgroup.procs"), Long.toString(m.process.pid()));
+            boolean all = held.stream().allMatch(l -> l.enforced() || l.value() == 0);
+            return all ? "; and its QEMU process is in a cgroup v1 blkio group with the same limits on host device " + device
+                    + " (holds its reads and direct or fsync'ed writes there, should a guest escape into QEMU)"
+                    : "; its QEMU's host blkio group did not take every limit: " + held;
+        } catch (IOException | RuntimeException e) {
+            return "; its QEMU process could not be put in a host blkio group: " + e.getMessage();
+        }
     }
 
     private static void set(QemuMachine m, String drive, IoLimits io) throws IOException {

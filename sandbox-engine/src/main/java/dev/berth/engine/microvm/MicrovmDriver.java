@@ -115,7 +115,8 @@ public final class MicrovmDriver implements IsolationDriver {
                 dev.berth.engine.spi.Limit.enforced("pids", r.maxPids(), "processes", "runs' cgroup v2 pids.max inside the guest (the agent outside it); " + how),
                 dev.berth.engine.spi.Limit.enforced("disk", r.diskMiB(), "MiB", "the guest's data disk (qcow2) has this size")));
         out.addAll(dev.berth.engine.spi.Limit.io(r.io(), n -> dev.berth.engine.spi.Limit.enforced(n, r.io().value(n),
-                dev.berth.engine.spi.IoLimits.unit(n), "QEMU block throttling on the guest's disks (whatever the host's cgroups allow)")));
+                dev.berth.engine.spi.IoLimits.unit(n), "QEMU block throttling on the guest's disks (whatever the host's cgroups allow); a jailed QEMU is also"
+                        + " in a cgroup v1 blkio group with the same limits on the host disk under the workspace")));
         return List.copyOf(out);
     }
 
@@ -434,7 +435,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 }
             }
             runLimits = GuestRunLimits.apply(agent, req.resources().maxPids());
-            io = DiskThrottle.apply(m, req.resources().io());
+            io = DiskThrottle.apply(m, req.stateDir(), req.resources().io());
         } catch (IOException | RuntimeException e) {
             m.kill();
             throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
@@ -574,7 +575,7 @@ public final class MicrovmDriver implements IsolationDriver {
             if (!status.equals("running")) m.cont();
             AgentClient agent = connectAgent(m, AGENT_TIMEOUT);
             return Optional.of(new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent,
-                    GuestRunLimits.readBack(agent, null), DiskThrottle.apply(m, req.resources().io())));
+                    GuestRunLimits.readBack(agent, null), DiskThrottle.apply(m, req.stateDir(), req.resources().io())));
         } catch (IOException | RuntimeException e) {
             if (m != null) m.kill();
             cleanupRuntime(req.runtimeDir());

@@ -30,7 +30,7 @@ import tools.jackson.databind.json.JsonMapper;
  * Stateless; thread-safe.
  */
 final class VmmJail {
-    private static final Path CGROUP = Path.of("/sys/fs/cgroup");
+    static final Path CGROUP = Path.of("/sys/fs/cgroup");
     private static final JsonMapper JSON = JsonMapper.builder().build();
     static final int MAX_TASKS = 128;
     /** Mount point of the jail's root in the runtime directory (an empty directory outside the jail). */
@@ -204,7 +204,7 @@ final class VmmJail {
     }
 
     static void remove(String id) {
-        for (String c : List.of("cpu/berth-vmm", "memory/berth-vmm", "pids/berth-vmm")) {
+        for (String c : List.of("cpu/berth-vmm", "memory/berth-vmm", "pids/berth-vmm", "blkio/berth-vmm")) {
             try {
                 Files.deleteIfExists(CGROUP.resolve(c).resolve(id));
             } catch (IOException ignored) {

@@ -95,6 +95,34 @@ class VmmJailTest {
         assertTrue(limits.stream().filter(l -> l.name().equals("cpu")).findFirst().orElseThrow().enforced(), limits.toString());
     }
 
+    /**
+     * With I/O limits asked, QEMU is throttled twice: by its own block throttling (what the guest sees) and, should a
+     * guest escape into QEMU, by a host blkio group of its own on the disk under the workspace, read back here.
+     */
+    @Test
+    void qemu_withIoLimits_isInAHostBlkioGroupWithThem() throws Exception {
+        assumeTrue(Files.isDirectory(Path.of("/sys/fs/cgroup/blkio")), "no cgroup v1 blkio controller here");
+        var io = new dev.berth.engine.spi.IoLimits(8L << 20, 4L << 20, 0, 0);
+        String id = "ws-jail-io";
+        Sandbox limited = driver.start(new StartRequest(id, root.resolve(id).resolve("state"), root.resolve(id).resolve("run"),
+                new StartRequest.Fork(root.resolve("snap-a")), SMALL.withIo(io), 0));
+        try {
+            String key = VmmJail.key(root.resolve(id).resolve("run"));
+            String cg = Files.readString(Path.of("/proc/" + limited.hostPid() + "/cgroup"));
+            assertTrue(cg.contains(":blkio:/berth-vmm/" + key), cg);
+            String device = dev.berth.engine.host.BlockIoLimits.deviceOfFile(root);
+            Path group = Path.of("/sys/fs/cgroup/blkio/berth-vmm/" + key);
+            assertEquals(device + " " + (8L << 20), Files.readString(group.resolve("blkio.throttle.read_bps_device")).strip());
+            assertEquals(device + " " + (4L << 20), Files.readString(group.resolve("blkio.throttle.write_bps_device")).strip());
+            Limit read = limited.limits().stream().filter(l -> l.name().equals("io_read_bps")).findFirst().orElseThrow();
+            assertTrue(read.enforced() && read.how().contains("QEMU block throttling") && read.how().contains("blkio group"), read.toString());
+        } finally {
+            limited.destroy();
+        }
+        assertFalse(Files.exists(Path.of("/sys/fs/cgroup/blkio/berth-vmm/" + VmmJail.key(root.resolve(id).resolve("run")))),
+                "the host blkio group is removed with the machine");
+    }
+
     /** Mount points of a process's mount namespace, as the process sees them (relative to its root). */
     static List<String> mountPoints(long pid) throws Exception {
         return Files.readAllLines(Path.of("/proc/" + pid + "/mountinfo")).stream().map(l -> l.split(" ")[4]).toList();
