@@ -1,6 +1,7 @@
 package dev.berth.engine;
 
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.proxy.Policy;
@@ -25,6 +26,7 @@ import java.util.Map;
  * through the table in {@link Transitions}.
  */
 public final class Engine implements AutoCloseable {
+
     static final int MAX_PROCESSES = 32;
 
     private final EngineConfig config;
@@ -192,15 +194,15 @@ public final class Engine implements AutoCloseable {
             String runId = Ids.next("run-");
             Instant startedAt = Instant.now();
             long t0 = System.nanoTime();
-            evidence.runStarting(ws, runId, req, false);
+            EngineEvidence.Written started = evidence.runStarting(ws, runId, req);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, runId, req.secrets());
-            evidence.credentialsMinted(ws, runId, creds.bindings());
+            evidence.credentialsMinted(ws, runId, creds.bindings(), started);
             WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
             Policy effective = narrowing == null ? ws.egress.policy() : ws.egress.policy().narrow(narrowing);
-            RunResult r;
+            Runner.Ended ended;
             ws.journal.started(runId, "run", req.command());
             try {
-                r = runner.run(ws, sandbox, req, listener, creds.injected(), egress);
+                ended = runner.execute(ws, sandbox, req, listener, creds.injected(), egress, started::join);
             } catch (EngineException e) {
                 evidence.runFailed(ws, runId, t0, e);
                 throw e;
@@ -210,10 +212,13 @@ public final class Engine implements AutoCloseable {
                 creds.revoke(); // the placeholders are worthless from here on
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
             }
+            // the end record's fsync runs while the guard looks at what the run changed
+            EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, effective, ended.result(), creds.used(), resumed, egress);
+            RunResult r = runner.checked(sandbox, ended);
             r = r.withEgressDenied(egress.denials());
             r = r.withEgressFiltered(egress.filteredMetadata());
             r = r.withSecrets(creds.used(), creds.note());
-            evidence.guardFindings(ws, runId, r.agentConfigChanges());
+            AuditLog.Position findings = evidence.guardFindings(ws, runId, record, r.agentConfigChanges());
             String lost = ws.recovered;
             if (lost != null) {
                 r = r.withRecovered(lost);
@@ -224,7 +229,7 @@ public final class Engine implements AutoCloseable {
                 r = r.withResumed("the workspace was parked and was resumed for this run"
                         + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
             }
-            return evidence.runEnded(ws, runId, startedAt, t0, effective, r, egress);
+            return evidence.runEnded(ws, runId, startedAt, record, findings, r);
         });
     }
 
@@ -241,7 +246,7 @@ public final class Engine implements AutoCloseable {
             }
             BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
             long t0 = System.nanoTime();
-            evidence.runStarting(ws, bp.id, req, true);
+            evidence.backgroundStarting(ws, bp.id, req);
             RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
             evidence.credentialsMinted(ws, bp.id, creds.bindings());
             WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels

@@ -42,6 +42,8 @@ final class EngineEvidence implements AutoCloseable {
     private final AuditTrail trail;
     private final EngineMetrics metrics;
     private final Map<String, String> imageIds = new ConcurrentHashMap<>();
+    /** Writes a foreground run's records off its thread while that thread waits on the guest agent anyway. */
+    private final java.util.concurrent.ExecutorService writer = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
 
     EngineEvidence(EngineConfig config) throws EngineException {
         try {
@@ -160,10 +162,52 @@ final class EngineEvidence implements AutoCloseable {
 
     // ---------------------------------------------------------------- runs
 
-    /** Before a run (foreground or background) starts: written now (a full disk refuses it), fsynced behind it. */
-    void runStarting(Workspace ws, String runId, RunRequest req, boolean background) throws EngineException {
-        // a background run returns at once: its start must be durable before the call returns; a foreground run's is
-        // fsynced (behind it, or at the latest with its end record) while the command runs
+    /** A record written on another thread: {@link #join} gives its position, or the error that refused it. */
+    static final class Written {
+        private final java.util.concurrent.CompletableFuture<AuditLog.Position> pos;
+
+        private Written(java.util.concurrent.CompletableFuture<AuditLog.Position> pos) { this.pos = pos; }
+
+        AuditLog.Position join() throws EngineException {
+            try {
+                return pos.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                if (e.getCause() instanceof EngineException ee) throw ee;
+                throw new EngineException(Kind.INTERNAL, "writing an audit record failed: " + e.getCause(), e.getCause());
+            }
+        }
+    }
+
+    private interface RecordWrite { AuditLog.Position write() throws EngineException; }
+
+    private Written inBackground(RecordWrite w) {
+        var f = new java.util.concurrent.CompletableFuture<AuditLog.Position>();
+        writer.execute(() -> {
+            try {
+                f.complete(w.write());
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        return new Written(f);
+    }
+
+    /**
+     * Before a foreground run starts: its record is written on another thread while the guard takes its fingerprint
+     * of the workspace; the run joins it before the command starts (so a full disk still refuses the run), and its
+     * fsync follows, at the latest with the run's end record.
+     */
+    Written runStarting(Workspace ws, String runId, RunRequest req) {
+        Map<String, Object> m = runStart(ws, runId, req, false);
+        return inBackground(() -> record(ws.tenant, "run_start", m, Durability.WRITTEN));
+    }
+
+    /** Before a background run starts: durable before the call returns (it returns at once). */
+    void backgroundStarting(Workspace ws, String runId, RunRequest req) throws EngineException {
+        record(ws.tenant, "run_start", runStart(ws, runId, req, true), Durability.DURABLE);
+    }
+
+    private Map<String, Object> runStart(Workspace ws, String runId, RunRequest req, boolean background) {
         Map<String, Object> m = base(ws);
         m.put("run", runId);
         m.put("background", background);
@@ -184,17 +228,23 @@ final class EngineEvidence implements AutoCloseable {
         if (req.timeoutSeconds() != null) m.put("timeout_s", req.timeoutSeconds());
         if (req.egress() != null) m.put("egress_narrowing", req.egress());
         if (req.secrets() != null) m.put("secrets_narrowing", req.secrets());
-        record(ws.tenant, "run_start", m, background ? Durability.DURABLE : Durability.WRITTEN);
+        return m;
     }
 
     /** Placeholders minted for a run: binding names only (the placeholders themselves are credentials while it runs). */
     void credentialsMinted(Workspace ws, String runId, List<String> bindings) {
+        credentialsMinted(ws, runId, bindings, null);
+    }
+
+    /** The same, queued after {@code after} (a foreground run's start record, still being written) in the chain. */
+    void credentialsMinted(Workspace ws, String runId, List<String> bindings, Written after) {
         if (bindings.isEmpty()) return;
         Map<String, Object> m = base(ws);
         m.put("run", runId);
         m.put("event", "minted");
         m.put("bindings", bindings);
-        trail.recordLater(ws.tenant, "credential", m);
+        if (after == null) trail.recordLater(ws.tenant, "credential", m);
+        else after.pos.whenComplete((p, e) -> trail.recordLater(ws.tenant, "credential", m));
     }
 
     /** Placeholders revoked when their run (or background process) ended, with what the proxy injected. */
@@ -216,9 +266,13 @@ final class EngineEvidence implements AutoCloseable {
         return m;
     }
 
-    /** Agent-configuration files a run changed (the guard's findings), one record per run. */
-    void guardFindings(Workspace ws, String runId, List<AgentConfigChange> changes) {
-        if (changes.isEmpty()) return;
+    /**
+     * Agent-configuration files a run changed (the guard's findings), one record per run, written now and made
+     * durable with the run's result ({@link #runEnded} waits for it); null when there is nothing to record.
+     */
+    AuditLog.Position guardFindings(Workspace ws, String runId, RunRecord after, List<AgentConfigChange> changes) throws EngineException {
+        if (changes.isEmpty()) return null;
+        after.pos().join(); // behind the run's end record in the chain
         Map<String, Object> m = base(ws);
         m.put("run", runId);
         m.put("changes", changes.stream().map(c -> {
@@ -228,7 +282,7 @@ final class EngineEvidence implements AutoCloseable {
             x.put("reverted", c.reverted());
             return x;
         }).toList());
-        trail.recordLater(ws.tenant, "guard_finding", m);
+        return record(ws.tenant, "guard_finding", m, Durability.WRITTEN);
     }
 
     /** A background run that could not start (its run_start is already in the chain). */
@@ -240,12 +294,16 @@ final class EngineEvidence implements AutoCloseable {
         trail.recordLater(ws.tenant, "run_error", m);
     }
 
+    /** A foreground run's end record, as its receipt repeats it. */
+    record RunRecord(Written pos, String policyDigest, Map<String, Object> egress, List<Map<String, Object>> secrets) {}
+
     /**
-     * A foreground run ended: its durable record (everything queued before it, run_start included, is fsynced with
-     * it), then the signed receipt naming that record, attached to the result.
+     * A foreground command ended: its record is encoded, chained and written on another thread, and its fsync (with
+     * everything before it, run_start included) follows at once, while the engine finishes the run (the agent-config
+     * guard's round trip to the agent, the receipt's signature); {@link #runEnded} waits for both.
      */
-    RunResult runEnded(Workspace ws, String runId, Instant startedAt, long t0, Policy effective, RunResult r,
-                       WorkspaceEgress.RunEgress egress) throws EngineException {
+    RunRecord runExited(Workspace ws, String runId, long t0, Policy effective, RunResult r, List<SecretUse> used,
+                        boolean resumed, WorkspaceEgress.RunEgress egress) {
         metrics.run(ws.driver.name(), System.nanoTime() - t0, r.timedOut() ? "timeout" : r.exitCode() == 0 ? "exit_0" : "exit_nonzero");
         Map<String, Object> m = base(ws);
         m.put("run", runId);
@@ -259,32 +317,44 @@ final class EngineEvidence implements AutoCloseable {
         m.put("egress_policy_digest", policyDigest);
         Map<String, Object> egressSummary = egressSummary(egress);
         m.put("egress", egressSummary);
-        List<Map<String, Object>> secrets = r.secretsUsed().stream().map(EngineEvidence::use).toList();
+        List<Map<String, Object>> secrets = used.stream().map(EngineEvidence::use).toList();
         m.put("secrets_used", secrets);
-        if (r.resumed()) m.put("resumed", true);
-        // written now and fsynced on another thread at once; the receipt is signed while the disk works
-        AuditLog.Position pos = record(ws.tenant, "run", m, Durability.WRITTEN);
-        trail.syncAhead(ws.tenant, pos); // the fsync runs while the receipt is built and signed
+        if (resumed) m.put("resumed", true);
+        Written pos = inBackground(() -> {
+            AuditLog.Position p = record(ws.tenant, "run", m, Durability.WRITTEN);
+            trail.syncAhead(ws.tenant, p);
+            return p;
+        });
+        return new RunRecord(pos, policyDigest, egressSummary, secrets);
+    }
 
+    /**
+     * A foreground run is ready to return: its receipt, naming the end record, is signed and attached once that
+     * record and {@code last} (a later record of the run, or null) are durable. A result whose record cannot be made
+     * durable is withheld.
+     */
+    RunResult runEnded(Workspace ws, String runId, Instant startedAt, RunRecord rec, AuditLog.Position last, RunResult r)
+            throws EngineException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("run", runId);
         body.put("tenant", ws.tenant);
         body.put("workspace", ws.id);
         body.put("isolation", ws.driver.name());
         body.put("image", imageId(ws));
-        body.put("egress_policy_digest", policyDigest);
-        body.put("secrets_used", secrets);
-        body.put("egress", egressSummary);
+        body.put("egress_policy_digest", rec.policyDigest());
+        body.put("secrets_used", rec.secrets());
+        body.put("egress", rec.egress());
         body.put("exit_code", r.exitCode());
         body.put("timed_out", r.timedOut());
         body.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
         body.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
         body.put("started_at", startedAt.toString());
         body.put("ended_at", Instant.now().toString());
+        AuditLog.Position pos = rec.pos().join();
         body.put("audit", pos == null ? null : pos.toJson());
         Map<String, Object> receipt = Receipts.sign(body, trail.key());
         try {
-            trail.awaitDurable(ws.tenant, pos);
+            trail.awaitDurable(ws.tenant, last != null ? last : pos);
         } catch (AuditException e) {
             throw new EngineException(Kind.UNAVAILABLE, "the run ended, but its audit record could not be made durable: "
                     + e.getMessage() + "; its result is withheld because it would be unrecorded", e);
@@ -339,6 +409,7 @@ final class EngineEvidence implements AutoCloseable {
 
     @Override
     public void close() {
+        writer.close(); // waits for records still being written
         trail.close();
     }
 }

@@ -47,6 +47,12 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
                 idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, filtered);
     }
 
+    RunResult withAgentConfigChanges(java.util.List<AgentConfigChange> changes, String said) {
+        return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
+                stderrTruncated, durationMs, timedOut, resumed, note == null ? said : note + "; " + said, changes,
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+    }
+
     RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,

@@ -115,8 +115,24 @@ final class Runner {
         return launch(sandbox, prepare(ws, req, true, injected), attributed(ws, egress, sink));
     }
 
-    RunResult run(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected, WorkspaceEgress.RunEgress egress)
-            throws EngineException {
+    /** What must hold before a command starts (its start record written); throws to refuse the run. */
+    interface Gate {
+        void pass() throws EngineException;
+    }
+
+    /**
+     * A foreground command that has ended: its result as the agent reported it (exit, output, timeout note), and the
+     * agent-config fingerprint taken before it ran, for {@link #checked}.
+     */
+    record Ended(RunResult result, java.util.Map<String, AgentConfigGuard.Entry> before) {}
+
+    /**
+     * Runs a foreground command to its end (or its timeout). The guard's look at what it changed is a separate step
+     * ({@link #checked}), so the engine can record the run's end, and start that record's fsync, before the guard's
+     * round trip to the agent instead of after it.
+     */
+    Ended execute(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected,
+                  WorkspaceEgress.RunEgress egress, Gate beforeLaunch) throws EngineException {
         Prepared prep = prepare(ws, req, false, injected);
         int timeout = prep.timeout();
         int maxOut = prep.maxOut();
@@ -127,6 +143,7 @@ final class Runner {
             @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
         });
         var before = fingerprint(sandbox);
+        beforeLaunch.pass();
         long t0 = System.nanoTime();
         ExecHandle h = launch(sandbox, prep, sink);
         ExecExit exit;
@@ -147,16 +164,19 @@ final class Runner {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
         String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
-        List<AgentConfigChange> changes = guard(sandbox, before);
-        if (!changes.isEmpty()) {
-            String said = changes.size() + " agent configuration file(s) changed by this run"
-                    + (config.guard() == GuardMode.REVERT ? " were put back (agent configuration is read-only to runs)" : "")
-                    + ": " + changes.stream().map(c -> c.change() + " " + c.path()).reduce((a, b) -> a + ", " + b).orElse("");
-            note = note == null ? said : note + "; " + said;
-        }
-        return new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
-                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, changes, List.of(), List.of(), null, null, null,
-                out.sha256(), err.sha256(), null, null);
+        return new Ended(new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
+                out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, List.of(), List.of(), List.of(), null, null, null,
+                out.sha256(), err.sha256(), null, null), before);
+    }
+
+    /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */
+    RunResult checked(Sandbox sandbox, Ended ended) {
+        List<AgentConfigChange> changes = guard(sandbox, ended.before());
+        if (changes.isEmpty()) return ended.result();
+        String said = changes.size() + " agent configuration file(s) changed by this run"
+                + (config.guard() == GuardMode.REVERT ? " were put back (agent configuration is read-only to runs)" : "")
+                + ": " + changes.stream().map(c -> c.change() + " " + c.path()).reduce((a, b) -> a + ", " + b).orElse("");
+        return ended.result().withAgentConfigChanges(changes, said);
     }
 
     private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Sandbox sandbox) throws EngineException {

@@ -36,6 +36,7 @@ import java.util.Map;
  * CP=egress-proxy/target/classes:tool-schemas/target/classes:sandbox-engine/target/classes:sandbox-engine/target/test-classes
  * CP=$CP:$(mvn -q -o -pl sandbox-engine dependency:build-classpath -Dmdep.outputFile=/dev/stdout)
  * $JAVA_HOME/bin/java -cp "$CP" dev.berth.engine.EvidenceBenchmark 7 100 2000   # rounds, runs per round, connects per round
+ * $JAVA_HOME/bin/java -Dberth.bench.guard=off -cp "$CP" dev.berth.engine.EvidenceBenchmark 11 100 0   # guard off on both sides
  * </pre>
  */
 public final class EvidenceBenchmark {
@@ -58,9 +59,12 @@ public final class EvidenceBenchmark {
         Path onHome = Files.createDirectories(dir.resolve("on"));
         Path offHome = Files.createDirectories(dir.resolve("off"));
         AuditTrail onTrail = AuditTrail.open(onHome, AuditTrail.OnFailure.REFUSE);
-        try (Engine onEngine = Engine.start(EngineConfig.defaults(onHome, List.of(new NamespaceDriver(onHome))).withAudit(onTrail));
+        // -Dberth.bench.guard=off|report|revert: the agent-config guard of both engines (default: the engine's own)
+        EngineConfig onConfig = EngineConfig.defaults(onHome, List.of(new NamespaceDriver(onHome))).withAudit(onTrail);
+        GuardMode guard = GuardMode.parse(System.getProperty("berth.bench.guard", onConfig.guard().name()));
+        try (Engine onEngine = Engine.start(onConfig.withGuard(guard));
              Engine off = Engine.start(EngineConfig.defaults(offHome, List.of(new NamespaceDriver(offHome)))
-                     .withAudit(AuditTrail.disabledForBenchmark(offHome)))) {
+                     .withAudit(AuditTrail.disabledForBenchmark(offHome)).withGuard(guard))) {
             String wsOn = onEngine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
             String wsOff = off.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
             RunRequest rOn = new RunRequest(wsOn, "true", null, Map.of(), 30, null, null, null, null);
@@ -85,7 +89,8 @@ public final class EvidenceBenchmark {
                 a[r] = on / 1e6 / n;
                 b[r] = offT / 1e6 / n;
             }
-            System.out.printf("run(\"true\") round trip, namespace workspace, median of %d rounds x %d runs:%n", rounds, n);
+            System.out.printf("run(\"true\") round trip, namespace workspace, guard %s, median of %d rounds x %d runs:%n",
+                    guard.name().toLowerCase(java.util.Locale.ROOT), rounds, n);
             System.out.printf("  audit off                                   %7.2f ms%n", median(b));
             System.out.printf("  audit on (tool_call + run_start + run fsynced + receipt)  %7.2f ms  (+%.1f%%)%n",
                     median(a), (median(a) / median(b) - 1) * 100);

@@ -88,6 +88,12 @@ class EvidenceTest {
                 "\"event\":\"park\"", "\"event\":\"resume\"", "\"host\":\"api.cred.test\"", "\"env_names\":[\"NOT_A_SECRET_NAME\"]")) {
             assertTrue(alice.contains(type), type + " missing in " + alice);
         }
+        // the run's own records in chain order (some are written on other threads; the order is still the run's)
+        List<String> ofRun = alice.lines().filter(l -> l.contains("\"run\":\"" + r.runId() + "\""))
+                .map(l -> l.contains("\"type\":\"credential\"") ? (l.contains("\"event\":\"minted\"") ? "minted" : "revoked")
+                        : l.replaceAll(".*\"type\":\"([a-z_]+)\".*", "$1"))
+                .filter(t -> !t.equals("egress")).toList();
+        assertEquals(List.of("run_start", "minted", "revoked", "run"), ofRun, alice);
         String basic = Base64.getEncoder().encodeToString(("x:" + REAL).getBytes(StandardCharsets.UTF_8));
         try (Stream<Path> files = Files.walk(home.resolve("audit"))) {
             for (Path f : files.filter(Files::isRegularFile).toList()) {
