@@ -27,11 +27,14 @@ import tools.jackson.databind.JsonNode;
  * Issue 16, "Then" 1 for PyPI with real parts: a PEP 503 index (HTML Simple pages, the JSON API as static files that
  * carry the upload times, wheels) served by a real nginx over TLS on loopback holds {@code req-lib} 1.0.0 (uploaded in
  * 2020) and 2.1.0 (uploaded two hours ago). With a pypi registry rule of 7 days, the real {@code pip} (Debian's, inside
- * a namespace workspace, through the egress proxy with interception) installs 1.0.0, the run result says 2.1.0 was
+ * a workspace, one subclass per isolation level, through the egress proxy with interception) installs 1.0.0, the run result says 2.1.0 was
  * hidden and why, and the fresh wheel asked for directly is refused with the reason.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PipSupplyChainE2eTest {
+abstract class AbstractPipSupplyChainE2eTest {
+    /** The isolation level (and image) the suite runs on. */
+    abstract ToolsImage level();
+
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS);
 
@@ -79,7 +82,9 @@ class PipSupplyChainE2eTest {
                 """.formatted(index.port, root);
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, config);
-        mcp = McpBridge.stdio(Files.createDirectories(dir.resolve("home")), "--isolation", "namespace", "--config", cfg.toString());
+        Path home = Files.createDirectories(dir.resolve("home"));
+        level().prepare(home);
+        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
         mcp.connect();
     }
 
@@ -115,7 +120,7 @@ class PipSupplyChainE2eTest {
 
     @Test
     void pipInstall_resolvesToTheOldEnoughRelease_freshWheelRefused() throws Exception {
-        String ws = ok("open_workspace", Map.of()).path("workspace").asString();
+        String ws = ok("open_workspace", level().open(Map.of())).path("workspace").asString();
         String simple = "https://localhost:" + index.port + "/simple/";
         JsonNode r = ok("run", Map.of("workspace", ws, "timeout_s", 300, "command",
                 "env -u NO_PROXY -u no_proxy HOME=/workspace PIP_BREAK_SYSTEM_PACKAGES=1 /usr/bin/python3 -m pip install -q --no-cache-dir"

@@ -24,13 +24,16 @@ import tools.jackson.databind.JsonNode;
  * Git end to end (issue 11 item 4, issue 16's git rule): a private repository on a real HTTPS git server on loopback
  * (nginx + fcgiwrap + {@code git http-backend}, certificate from the test CA, Basic auth with the operator's token);
  * the operator binds the token to that host and lists the one repository workspaces may push to. Through the official
- * TypeScript MCP client and {@code berth.jar stdio}, inside a namespace workspace, the real {@code git} clones,
+ * TypeScript MCP client and {@code berth.jar stdio}, inside a workspace (one subclass per isolation level), the real {@code git} clones,
  * commits and pushes over the egress proxy with the placeholder swapped in Basic auth; a push is refused when the run
  * narrows {@code secrets: []} and when it goes to a repository not listed; the real token is nowhere in the
  * workspace; then the clone is snapshotted and a fork of it pushes with its own placeholder.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class GitE2eTest {
+abstract class AbstractGitE2eTest {
+    /** The isolation level (and image) the suite runs on. */
+    abstract ToolsImage level();
+
     static final String REAL = "glpat-REAL-git-e2e-token-0123456789";
     /** localhost is in the workspace's NO_PROXY; the proxy is the only way out, so git must use it. */
     static final String GIT = "unset NO_PROXY no_proxy; export GIT_TERMINAL_PROMPT=0; git -c credential.helper=/workspace/git-cred.sh ";
@@ -83,7 +86,8 @@ class GitE2eTest {
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, config);
         Path home = Files.createDirectories(dir.resolve("home"));
-        mcp = McpBridge.stdio(home, "--isolation", "namespace", "--config", cfg.toString());
+        level().prepare(home);
+        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
         mcp.connect();
     }
 
@@ -134,7 +138,7 @@ class GitE2eTest {
 
     @Test
     void cloneCommitPush_throughTheProxy_pushRefusedWithoutSecretsAndToUnlistedRepos_thenSnapshotAndFork() throws Exception {
-        String ws = ok("open_workspace", Map.of("secrets", List.of("gitsrv"))).path("workspace").asString();
+        String ws = ok("open_workspace", level().open(Map.of("secrets", List.of("gitsrv")))).path("workspace").asString();
         // git asks the helper for the password: it hands over the run's placeholder, never a real token
         ok("write_file", Map.of("workspace", ws, "path", "git-cred.sh", "mode", "0755",
                 "content", "#!/bin/sh\necho username=x-access-token\necho \"password=$GIT_TOKEN\"\n"));

@@ -31,8 +31,8 @@ import tools.jackson.databind.JsonNode;
  * checksums, {@code maven-metadata.xml}) and served by a real nginx over TLS on loopback holds
  * {@code org.example:greeting} 1.0.0 (deployed in 2020: the files' modification time, which nginx sends as
  * {@code Last-Modified}) and 1.1.0 (deployed two hours ago). With a maven registry rule of 7 days, the real
- * {@code mvn} (the host's Maven 3.8.7 under the JDK running this test, its packaged m2.conf copied in since the workspace's
- * /etc has no /etc/maven, inside a namespace workspace, through the egress
+ * {@code mvn} (Debian's Maven 3.8.7, its packaged m2.conf copied in since a namespace workspace's
+ * /etc has no /etc/maven, inside a workspace, one subclass per isolation level, through the egress
  * proxy with interception, an empty local repository and a settings.xml naming the workspace proxy) resolves the range
  * {@code [1.0,2.0)} to 1.0.0 (the range makes Maven read the metadata, which the proxy filtered), the run result says
  * 1.1.0 was hidden and why, and the fresh jar asked for directly is refused with the reason.
@@ -43,10 +43,17 @@ import tools.jackson.databind.JsonNode;
  * part of the group name for a repository not at the root); that exemption is the only difference from a plain rule.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class MavenSupplyChainE2eTest {
+abstract class AbstractMavenSupplyChainE2eTest {
+    /** The isolation level (and image) the suite runs on. */
+    abstract ToolsImage level();
+
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS);
-    static final String JAVA_HOME = System.getProperty("java.home");
+    /** The JDK Maven runs on inside the workspace. */
+    abstract String javaHome();
+
+    /** JVM options for Maven besides the trust store. */
+    abstract String javaOpts();
 
     Path dir;
     NginxServer repo;
@@ -101,7 +108,9 @@ class MavenSupplyChainE2eTest {
                 """.formatted(repo.port, root);
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, config);
-        mcp = McpBridge.stdio(Files.createDirectories(dir.resolve("home")), "--isolation", "namespace", "--config", cfg.toString());
+        Path home = Files.createDirectories(dir.resolve("home"));
+        level().prepare(home);
+        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
         mcp.connect();
     }
 
@@ -160,7 +169,7 @@ class MavenSupplyChainE2eTest {
 
     @Test
     void mvn_resolvesTheRangeToTheOldEnoughVersion_freshJarRefused() throws Exception {
-        String ws = ok("open_workspace", Map.of()).path("workspace").asString();
+        String ws = ok("open_workspace", level().open(Map.of())).path("workspace").asString();
         String base = "https://localhost:" + repo.port;
         String proxy = ok("run", Map.of("workspace", ws, "command", "printf %s \"$HTTPS_PROXY\"")).path("stdout").asString();
         java.net.URI p = java.net.URI.create(proxy);
@@ -193,11 +202,11 @@ class MavenSupplyChainE2eTest {
         ok("write_file", Map.of("workspace", ws, "path", "maven/bin/m2.conf", "content", Files.readString(Path.of("/etc/maven/m2.conf"))));
         ok("write_file", Map.of("workspace", ws, "path", "maven/conf/logging/simplelogger.properties", "content",
                 Files.readString(Path.of("/etc/maven/logging/simplelogger.properties"))));
-        String env = "env -u NO_PROXY -u no_proxy JAVA_HOME=" + JAVA_HOME + " HOME=/workspace"
+        String env = "env -u NO_PROXY -u no_proxy JAVA_HOME=" + javaHome() + " HOME=/workspace"
                 + " MAVEN_OPTS='-Djavax.net.ssl.trustStore=/workspace/trust.p12 -Djavax.net.ssl.trustStorePassword=changeit"
-                + " -Djavax.net.ssl.trustStoreType=PKCS12 --sun-misc-unsafe-memory-access=allow' ";
+                + " -Djavax.net.ssl.trustStoreType=PKCS12 " + javaOpts() + "' ";
         JsonNode r = ok("run", Map.of("workspace", ws, "timeout_s", 600, "command",
-                JAVA_HOME + "/bin/keytool -importcert -noprompt -alias berth -file /var/lib/berth/egress-ca.pem"
+                javaHome() + "/bin/keytool -importcert -noprompt -alias berth -file /var/lib/berth/egress-ca.pem"
                         + " -keystore /workspace/trust.p12 -storetype PKCS12 -storepass changeit >/dev/null 2>&1;"
                         + " cp /usr/share/maven/bin/mvn /workspace/maven/bin/ && ln -s /usr/share/maven/boot /usr/share/maven/lib /workspace/maven/ &&"
                         + " cd app && " + env + "/workspace/maven/bin/mvn -B -ntp -s /workspace/settings.xml compile 2>&1 | tail -40;"

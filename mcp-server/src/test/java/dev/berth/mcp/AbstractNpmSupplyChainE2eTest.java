@@ -24,13 +24,16 @@ import tools.jackson.databind.JsonNode;
  * {@code leftish} 1.0.0 (published in 2020) and 1.1.0 (published two hours ago), {@code badpkg} whose 1.0.1 an OSV
  * advisory lists as malicious, and {@code hooked}, whose install hook tries to publish stolen data to the registry and
  * to call out to another host. The operator config has an npm registry rule with a 7-day minimum release age and the
- * advisory feed. Inside a namespace workspace the real {@code npm install} (the host's npm, through the egress proxy
+ * advisory feed. Inside a workspace (one subclass per isolation level) the real {@code npm install} (through the egress proxy
  * with interception) resolves {@code leftish@^1.0.0} to 1.0.0 and {@code badpkg@^1.0.0} to 1.0.0, the run result lists
  * what was hidden and why ({@code egress_filtered}) and the hook's publish and call-out as denials, and the registry
  * never receives the publish.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class NpmSupplyChainE2eTest {
+abstract class AbstractNpmSupplyChainE2eTest {
+    /** The isolation level (and image) the suite runs on. */
+    abstract ToolsImage level();
+
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.MILLIS);
 
@@ -69,7 +72,9 @@ class NpmSupplyChainE2eTest {
                 """.formatted(registry.port, root, osv);
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, config);
-        mcp = McpBridge.stdio(Files.createDirectories(dir.resolve("home")), "--isolation", "namespace", "--config", cfg.toString());
+        Path home = Files.createDirectories(dir.resolve("home"));
+        level().prepare(home);
+        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
         mcp.connect();
     }
 
@@ -88,7 +93,7 @@ class NpmSupplyChainE2eTest {
 
     @Test
     void npmInstall_resolvesToOldEnoughVersions_hookCannotPublishOrCallOut() throws Exception {
-        String ws = ok("open_workspace", Map.of()).path("workspace").asString();
+        String ws = ok("open_workspace", level().open(Map.of())).path("workspace").asString();
         String reg = "https://localhost:" + registry.port + "/";
         ok("write_file", Map.of("workspace", ws, "path", "app/package.json", "content",
                 "{\"name\":\"app\",\"version\":\"1.0.0\",\"private\":true,"
