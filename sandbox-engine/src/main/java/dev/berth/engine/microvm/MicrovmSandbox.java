@@ -61,6 +61,7 @@ final class MicrovmSandbox implements Sandbox {
     public ParkOutcome park() throws SandboxException {
         requireRunning("park");
         long t0 = System.nanoTime();
+        Phases phases = new Phases();
         Path tmp = stateDir.resolve("state.tmp");
         Path state = stateDir.resolve("state");
         Path specFile = stateDir.resolve(VmSpec.WORKSPACE_FILE);
@@ -71,6 +72,7 @@ final class MicrovmSandbox implements Sandbox {
         try {
             Files.deleteIfExists(tmp);
             machine.stop();
+            phases.mark("stop");
             // From stop on the RAM file and the disk no longer change: their digests (CPU) and the RAM file's
             // write-back (disk) run while QEMU writes the device state, each on threads of its own.
             Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
@@ -87,14 +89,18 @@ final class MicrovmSandbox implements Sandbox {
                 }, ParkManifest.ORCHESTRATE);
             }
             machine.save(tmp);
+            phases.mark("save device state");
             VmSpec.fsync(tmp);
             Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            phases.mark("state durable");
             long s0 = System.nanoTime();
             Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(stateDir, List.of("state")));
             long stateNanos = System.nanoTime() - s0;
             long w0 = System.nanoTime();
             entries.putAll(ParkManifest.join(frozen));
+            phases.mark("state digest, wait for the frozen files' digests");
             ParkManifest.write(workspaceId, stateDir, entries);
+            phases.mark("manifest write");
             // the manifest's cost on the park path: the state file's digest, the wait for the frozen files' digests
             // beyond the save they overlapped, and writing the manifest
             manifestNanos = stateNanos + (System.nanoTime() - w0);
@@ -105,7 +111,9 @@ final class MicrovmSandbox implements Sandbox {
                 if (ce.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
                 throw ce;
             }
+            phases.mark("wait for the RAM fsync");
             parked.write(specFile);
+            phases.mark("spec write");
         } catch (IOException e) {
             // nothing is lost yet: undo what was written and let the guest go on (after the digests and the
             // write-back: they read files that are about to change)
@@ -133,6 +141,8 @@ final class MicrovmSandbox implements Sandbox {
         machine.quit();
         stopped = true;
         cleanRuntime();
+        phases.mark("quit QEMU");
+        lastParkPhases = phases.millis();
         long millis = (System.nanoTime() - t0) / 1_000_000;
         lastManifestMillis = manifestNanos / 1_000_000.0;
         // Zero pages (most of them: the guest runs with init_on_free=1) become holes, so the parked RAM file is small.
@@ -140,6 +150,11 @@ final class MicrovmSandbox implements Sandbox {
         if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()));
         return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
     }
+
+    /** Where the last park spent its time (for the benchmark). */
+    volatile Map<String, Double> lastParkPhases = Map.of();
+    /** Where the start that made this sandbox spent its time (a resume's phases; for the benchmark). */
+    volatile Map<String, Double> startPhases = Map.of();
 
     /** Milliseconds the last park spent on its manifest beyond what overlapped the device-state save (for the benchmark). */
     volatile double lastManifestMillis;

@@ -113,7 +113,7 @@ final class QemuMachine implements AutoCloseable {
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile) throws IOException {
-        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { });
+        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { }, new Phases());
     }
 
     /** A check that must pass before QEMU loads anything it was given (it runs while QEMU starts). */
@@ -127,7 +127,7 @@ final class QemuMachine implements AutoCloseable {
      * and paused and before it loads the state: a failed check kills QEMU before it read a byte of the state.
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
-                              Path stateFile, BeforeLoad beforeLoad) throws IOException {
+                              Path stateFile, BeforeLoad beforeLoad, Phases phases) throws IOException {
         Files.createDirectories(runtimeDir);
         for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
         for (String f : List.of(QMP_SOCK, AGENT_SOCK)) {
@@ -141,6 +141,7 @@ final class QemuMachine implements AutoCloseable {
             boolean own = stateFile == null || stateFile.toAbsolutePath().startsWith(specDir.toAbsolutePath());
             cmd = VmmJail.wrap(cmd, accel, spec, specDir, dataDisk, runtimeDir, own ? List.of() : List.of(stateFile));
         }
+        phases.mark("jail set-up");
         ProcessBuilder pb = new ProcessBuilder(cmd)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .redirectOutput(ProcessBuilder.Redirect.PIPE)
@@ -159,13 +160,17 @@ final class QemuMachine implements AutoCloseable {
             throw new IOException(e.getMessage() + log.tail(), e);
         }
         QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, log);
+        phases.mark("QEMU start to QMP");
         try {
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
                     List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
+            phases.mark("QMP set-up");
             beforeLoad.check();
+            phases.mark("wait for the manifest check");
             if (stateFile != null) {
                 qmp.execute("migrate-incoming", Map.of("uri", "exec:cat '" + stateFile + "'"), Duration.ofSeconds(10));
                 m.awaitMigration(Duration.ofSeconds(120));
+                phases.mark("load device state");
             }
         } catch (IOException e) {
             m.kill();
