@@ -189,6 +189,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
+        ParkManifest.warmUp(); // the first park or resume of this server would pay for the digest's JIT otherwise
         try {
             Files.createDirectories(request.stateDir());
             Files.createDirectories(request.runtimeDir());
@@ -273,6 +274,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     private Sandbox startResume(StartRequest req) throws IOException, SandboxDamagedException {
         Phases phases = new Phases();
+        awaitExit(req.stateDir());
         Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
         if (!Files.exists(specFile)) throw new IOException("no saved machine in " + req.stateDir());
         VmSpec spec = VmSpec.read(specFile);
@@ -344,6 +346,7 @@ public final class MicrovmDriver implements IsolationDriver {
      * disk is. The sandbox is destroyed after use.
      */
     private Sandbox startInspect(StartRequest req) throws IOException {
+        awaitExit(req.stateDir());
         Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
         if (!Files.isRegularFile(specFile) || !Files.isRegularFile(disk)) {
@@ -534,6 +537,32 @@ public final class MicrovmDriver implements IsolationDriver {
         });
     }
 
+    /** QEMUs of parked workspaces that were told to quit and may not have exited yet, by state directory. */
+    private static final java.util.Map<Path, java.util.concurrent.CompletableFuture<Void>> EXITING =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Records that the QEMU of {@code stateDir} is exiting; {@code exit} completes once it is gone and cleaned up. */
+    static void exiting(Path stateDir, java.util.concurrent.CompletableFuture<Void> exit) {
+        Path key = stateDir.toAbsolutePath().normalize();
+        EXITING.put(key, exit);
+        exit.whenComplete((x, e) -> EXITING.remove(key, exit));
+    }
+
+    /**
+     * Waits until a parked workspace's QEMU has exited (park does not wait for it): it holds the disk's image lock
+     * and its runtime files until then.
+     */
+    static void awaitExit(Path stateDir) {
+        var f = EXITING.get(stateDir.toAbsolutePath().normalize());
+        if (f != null) f.exceptionally(x -> null).join();
+    }
+
+    /** Waits until every parked machine told to quit has exited (each is killed after 10 s at most). */
+    @Override
+    public void quiesce() {
+        for (var f : List.copyOf(EXITING.values())) f.exceptionally(x -> null).join();
+    }
+
     /** RAM files whose zero blocks are being punched into holes after a park, by path. */
     private static final java.util.Map<Path, Digger> DIGGING = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -666,6 +695,7 @@ public final class MicrovmDriver implements IsolationDriver {
     @Override
     public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
         try {
+            awaitExit(workspaceStateDir);
             VmSpec spec = VmSpec.read(workspaceStateDir.resolve(VmSpec.WORKSPACE_FILE));
             if (spec.memShared()) awaitHoles(workspaceStateDir.resolve(spec.memPath()));
             // a snapshot of a damaged parked state would hand the damage to every fork
