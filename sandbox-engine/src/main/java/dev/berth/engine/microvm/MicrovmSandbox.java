@@ -79,9 +79,9 @@ final class MicrovmSandbox implements Sandbox {
             Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
             long m0 = System.nanoTime();
             List<String> files = parkedFiles(spec);
-            // one digest thread per file, so that QEMU's save keeps a core (with both cores digesting, the save
-            // took 37 ms instead of ~20 on the 2-core host)
-            frozen = ParkManifest.measureAsync(stateDir, files.subList(1, files.size()), 1);
+            // all cores: QEMU's save is slowed (16-28 ms alone, 32-71 beside the digests on the 2-core host, load
+            // 4-5), but one thread per file left the digests unfinished at the end of the save and park no faster
+            frozen = ParkManifest.measureAsync(stateDir, files.subList(1, files.size()));
             if (ram != null) ramDurable = fsyncAsync(ram);
             machine.save(tmp);
             phases.mark("save device state");

@@ -68,10 +68,10 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
      * Starts measuring {@code names} on the digest threads and returns at once: park digests the RAM file and the
      * disk, which no longer change once the guest is stopped, while QEMU writes the device state.
      */
-    static CompletableFuture<Map<String, Entry>> measureAsync(Path dir, List<String> names, int threads) {
+    static CompletableFuture<Map<String, Entry>> measureAsync(Path dir, List<String> names) {
         return CompletableFuture.supplyAsync(() -> {
             try {
-                return measure(dir, names, threads);
+                return measure(dir, names);
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
@@ -180,15 +180,10 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
 
     /** Digests of {@code names} in {@code dir}; the pages of all files are shared out over the available cores. */
     static Map<String, Entry> measure(Path dir, List<String> names) throws IOException {
-        return measure(dir, names, Runtime.getRuntime().availableProcessors());
-    }
-
-    /** {@link #measure} with each file split into about {@code threads} parts (so many digest threads per file). */
-    static Map<String, Entry> measure(Path dir, List<String> names, int threads) throws IOException {
         List<CompletableFuture<Long>> parts = new ArrayList<>();
         Map<String, List<CompletableFuture<Long>>> byFile = new LinkedHashMap<>();
         Map<String, Long> sizes = new LinkedHashMap<>();
-        threads = Math.max(1, threads);
+        int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
         for (String n : names) {
             Path f = dir.resolve(n);
             sizes.put(n, Files.size(f));
