@@ -451,6 +451,7 @@ public final class Engine implements AutoCloseable {
         reaper.close();
         try {
             lifecycle.shutdown();
+            for (var d : config.drivers()) d.quiesce(); // parked machines exit after their park returned
             forks.close();
             if (pool != null) pool.close();
             lifecycle.starter.close();

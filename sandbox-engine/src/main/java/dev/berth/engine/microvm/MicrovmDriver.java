@@ -189,6 +189,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
+        ParkManifest.warmUp(); // the first park or resume of this server would pay for the digest's JIT otherwise
         try {
             Files.createDirectories(request.stateDir());
             Files.createDirectories(request.runtimeDir());
@@ -272,6 +273,8 @@ public final class MicrovmDriver implements IsolationDriver {
     }
 
     private Sandbox startResume(StartRequest req) throws IOException, SandboxDamagedException {
+        Phases phases = new Phases();
+        awaitExit(req.stateDir());
         Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
         if (!Files.exists(specFile)) throw new IOException("no saved machine in " + req.stateDir());
         VmSpec spec = VmSpec.read(specFile);
@@ -279,8 +282,10 @@ public final class MicrovmDriver implements IsolationDriver {
         // a snapshot the server died in: drop the overlay QEMU had not switched to, and links nothing uses
         DiskLayers.recover(req.stateDir(), null);
         DiskLayers.prune(req.stateDir(), spec, disk);
+        phases.mark("spec and layers");
         Path state = spec.stateFile() == null ? null : req.stateDir().resolve(spec.stateFile());
-        if (spec.memShared()) awaitHoles(req.stateDir().resolve(spec.memPath()));
+        if (spec.memShared()) stopHoles(req.stateDir().resolve(spec.memPath()));
+        phases.mark("stop hole punching");
         java.util.concurrent.CompletableFuture<Void> verified = java.util.concurrent.CompletableFuture.completedFuture(null);
         if (state != null && (ParkManifest.exists(req.stateDir()) || VmSpec.promisesManifest(specFile))) {
             // load exactly what park wrote, or nothing: a missing, truncated or foreign file is refused by name. The
@@ -305,7 +310,7 @@ public final class MicrovmDriver implements IsolationDriver {
                 } catch (java.util.concurrent.CompletionException e) {
                     throw new IOException(e.getCause().getMessage(), e.getCause());
                 }
-            });
+            }, phases);
         } catch (IOException e) {
             for (Throwable t = e; t != null; t = t.getCause()) {
                 if (t instanceof SandboxDamagedException d) throw d;
@@ -322,10 +327,14 @@ public final class MicrovmDriver implements IsolationDriver {
             running.write(specFile);
             Files.deleteIfExists(state);
             Files.deleteIfExists(req.stateDir().resolve(ParkManifest.FILE));
+            phases.mark("forget the saved state");
             m.cont();
+            phases.mark("cont");
         }
-        MicrovmSandbox sb = connect(req, running, m, state != null, false);
+        MicrovmSandbox sb = connect(req, running, m, state != null, false, phases);
         DiskLayers.flattenIfDeep(m, req.stateDir());
+        phases.mark("chain depth check");
+        sb.startPhases = phases.millis();
         return sb;
     }
 
@@ -337,6 +346,7 @@ public final class MicrovmDriver implements IsolationDriver {
      * disk is. The sandbox is destroyed after use.
      */
     private Sandbox startInspect(StartRequest req) throws IOException {
+        awaitExit(req.stateDir());
         Path specFile = req.stateDir().resolve(VmSpec.WORKSPACE_FILE);
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
         if (!Files.isRegularFile(specFile) || !Files.isRegularFile(disk)) {
@@ -387,6 +397,7 @@ public final class MicrovmDriver implements IsolationDriver {
             // layers are read-only and copies keep the mode: the workspace's own files must be writable by its QEMU
             for (Path f : List.of(disk, req.stateDir().resolve("ram")))
                 Files.setPosixFilePermissions(f, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            writeBackLater(req.stateDir().resolve("ram"));
         } else {
             String top;
             String mem = snap.memPath();
@@ -416,32 +427,54 @@ public final class MicrovmDriver implements IsolationDriver {
     }
 
     private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked) throws IOException {
+        return connect(req, spec, m, restored, forked, new Phases());
+    }
+
+    private MicrovmSandbox connect(StartRequest req, VmSpec spec, QemuMachine m, boolean restored, boolean forked, Phases phases)
+            throws IOException {
         AgentClient agent;
         GuestRunLimits runLimits;
         List<dev.berth.engine.spi.Limit> io;
         try {
             agent = connectAgent(m, AGENT_TIMEOUT);
-            if (restored) agent.setClock(Instant.now());
-            if (forked) {
-                byte[] seed = new byte[64];
-                random.nextBytes(seed);
-                if (agent.confinedRuns()) {
-                    // an agent that confines runs reseeds the CRNG itself (a run has no CAP_SYS_ADMIN for berth-reseed)
-                    if (!agent.seedRngCredited(seed))
-                        throw new IOException("guest CRNG reseed failed: the fork would share random numbers with its siblings");
-                } else {
-                    agent.seedRng(seed);
-                    reseed(agent);
+            phases.mark("agent HELLO");
+            // The host-side settings after HELLO are independent round trips (the run limits and the clock to the
+            // agent, the throttling to QEMU): sent together they cost the slowest of them, not the sum (each was
+            // 5-25 ms under TCG). The reseed of a fork stays on this thread; all are done before the sandbox exists.
+            AgentClient a = agent;
+            var limits = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> GuestRunLimits.apply(a, req.resources().maxPids()), SETTINGS);
+            var throttle = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> DiskThrottle.apply(m, req.stateDir(), req.resources().io()), SETTINGS);
+            try {
+                if (restored) agent.setClock(Instant.now());
+                if (forked) {
+                    byte[] seed = new byte[64];
+                    random.nextBytes(seed);
+                    if (agent.confinedRuns()) {
+                        // an agent that confines runs reseeds the CRNG itself (a run has no CAP_SYS_ADMIN for berth-reseed)
+                        if (!agent.seedRngCredited(seed))
+                            throw new IOException("guest CRNG reseed failed: the fork would share random numbers with its siblings");
+                    } else {
+                        agent.seedRng(seed);
+                        reseed(agent);
+                    }
                 }
+            } finally {
+                runLimits = limits.join();
+                io = throttle.join();
             }
-            runLimits = GuestRunLimits.apply(agent, req.resources().maxPids());
-            io = DiskThrottle.apply(m, req.stateDir(), req.resources().io());
+            phases.mark("clock, guest run limits, disk throttling (together)");
         } catch (IOException | RuntimeException e) {
             m.kill();
             throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
         }
         return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent, runLimits, io);
     }
+
+    /** Virtual threads for the settings {@link #connect} sends together (they only wait on a socket). */
+    private static final java.util.concurrent.ExecutorService SETTINGS =
+            java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-vm-settings-", 0).factory());
 
     /**
      * Forces the guest CRNG to reseed from the pool the host seed went into (see images/berth-reseed.c): without it,
@@ -488,32 +521,108 @@ public final class MicrovmDriver implements IsolationDriver {
         }
     }
 
-    /** RAM files whose zero blocks are being punched into holes after a park, by path. */
-    private static final java.util.Map<Path, java.util.concurrent.CompletableFuture<Void>> DIGGING =
+    /**
+     * Writes the copied RAM file back to disk in the background, off the open path. The copy put its tens of MiB in
+     * the page cache as dirty pages; the kernel would write them back within {@code dirty_expire_centisecs} (30 s)
+     * anyway, but a park before then had to wait for all of them in its RAM fsync (most of a young workspace's park
+     * time). Writing them now leaves a park only the pages the guest changed since.
+     */
+    static void writeBackLater(Path ram) {
+        Thread.ofVirtual().name("berth-ram-writeback").start(() -> {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(ram, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.force(false);
+            } catch (IOException e) {
+                // the file is gone (the workspace was closed) or the disk refused: park fsyncs it anyway
+            }
+        });
+    }
+
+    /** QEMUs of parked workspaces that were told to quit and may not have exited yet, by state directory. */
+    private static final java.util.Map<Path, java.util.concurrent.CompletableFuture<Void>> EXITING =
             new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Records that the QEMU of {@code stateDir} is exiting; {@code exit} completes once it is gone and cleaned up. */
+    static void exiting(Path stateDir, java.util.concurrent.CompletableFuture<Void> exit) {
+        Path key = stateDir.toAbsolutePath().normalize();
+        EXITING.put(key, exit);
+        exit.whenComplete((x, e) -> EXITING.remove(key, exit));
+    }
+
+    /**
+     * Waits until a parked workspace's QEMU has exited (park does not wait for it): it holds the disk's image lock
+     * and its runtime files until then.
+     */
+    static void awaitExit(Path stateDir) {
+        var f = EXITING.get(stateDir.toAbsolutePath().normalize());
+        if (f != null) f.exceptionally(x -> null).join();
+    }
+
+    /** Waits until every parked machine told to quit has exited (each is killed after 10 s at most). */
+    @Override
+    public void quiesce() {
+        for (var f : List.copyOf(EXITING.values())) f.exceptionally(x -> null).join();
+    }
+
+    /** RAM files whose zero blocks are being punched into holes after a park, by path. */
+    private static final java.util.Map<Path, Digger> DIGGING = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** One {@code fallocate --dig-holes} run; {@link #stop} ends it early (the file stays as dug so far). */
+    private static final class Digger {
+        final java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+        private Process process;
+        private boolean stopped;
+
+        synchronized Process start(Path ram) throws IOException {
+            if (stopped) return null;
+            process = new ProcessBuilder("fallocate", "--dig-holes", ram.toString())
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            return process;
+        }
+
+        void stop() {
+            synchronized (this) {
+                stopped = true;
+                if (process != null) process.destroyForcibly();
+            }
+            done.join();
+        }
+    }
 
     /**
      * Punches the zero blocks of a parked RAM file into holes, off the park path. The content stays the same (the
-     * manifest stays true); a resume or snapshot of the same file waits for it ({@link #awaitHoles}), since QEMU
-     * writing a page while fallocate punches it could lose the write.
+     * manifest stays true). QEMU writing a page while fallocate punches it could lose the write, so a resume stops it
+     * first ({@link #stopHoles}: each punch is one atomic {@code fallocate} call on a range that reads zero, so ending
+     * it at any point leaves the content as it was, with fewer holes) and a snapshot waits for it ({@link #awaitHoles}).
      */
     static void digHolesLater(Path ram) {
         Path key = ram.toAbsolutePath().normalize();
-        var f = java.util.concurrent.CompletableFuture.runAsync(() -> {
+        Digger d = new Digger();
+        DIGGING.put(key, d);
+        Thread.ofVirtual().name("berth-dig-holes").start(() -> {
             try {
-                ImageBuilder.run(List.of("fallocate", "--dig-holes", key.toString()), 120);
+                Process p = d.start(key);
+                if (p != null) p.waitFor(120, TimeUnit.SECONDS);
             } catch (IOException e) {
                 // not every filesystem can punch holes; the file is then just larger
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                DIGGING.remove(key, d);
+                d.done.complete(null);
             }
-        }, java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
-        DIGGING.put(key, f);
-        f.whenComplete((x, e) -> DIGGING.remove(key, f));
+        });
     }
 
     /** Waits until no hole punching runs on {@code ram}. */
     static void awaitHoles(Path ram) {
-        var f = DIGGING.get(ram.toAbsolutePath().normalize());
-        if (f != null) f.join();
+        Digger d = DIGGING.get(ram.toAbsolutePath().normalize());
+        if (d != null) d.done.join();
+    }
+
+    /** Ends any hole punching on {@code ram} now and waits until its process is gone (a resume is about to map it). */
+    static void stopHoles(Path ram) {
+        Digger d = DIGGING.get(ram.toAbsolutePath().normalize());
+        if (d != null) d.stop();
     }
 
     /** Forks hard-link the snapshot's layers into their own directory ({@link DiskLayers}). */
@@ -586,6 +695,7 @@ public final class MicrovmDriver implements IsolationDriver {
     @Override
     public void snapshotParked(Path workspaceStateDir, Path snapshotStateDir) throws SandboxException {
         try {
+            awaitExit(workspaceStateDir);
             VmSpec spec = VmSpec.read(workspaceStateDir.resolve(VmSpec.WORKSPACE_FILE));
             if (spec.memShared()) awaitHoles(workspaceStateDir.resolve(spec.memPath()));
             // a snapshot of a damaged parked state would hand the damage to every fork

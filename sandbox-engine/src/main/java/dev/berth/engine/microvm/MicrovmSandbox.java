@@ -51,8 +51,8 @@ final class MicrovmSandbox implements Sandbox {
     }
 
     /**
-     * Parks: saves device state (RAM stays in its file, x-ignore-shared), makes it durable, writes the
-     * {@link ParkManifest} and the spec naming the state, and only then stops QEMU. Until the spec is written nothing
+     * Parks: saves device state (RAM stays in its file, x-ignore-shared), makes it and the RAM file durable (beside the
+     * digests and the {@link ParkManifest}'s write), writes the spec naming the state, and only then stops QEMU. Until the spec is written nothing
      * is lost: a failure (a full disk, for one) removes what was written and continues the guest, and the caller gets
      * {@link SandboxStillRunningException}. A server killed between the spec and QEMU's exit leaves a QEMU that
      * the next server's {@code adopt} tells to quit, keeping the saved state.
@@ -61,56 +61,58 @@ final class MicrovmSandbox implements Sandbox {
     public ParkOutcome park() throws SandboxException {
         requireRunning("park");
         long t0 = System.nanoTime();
+        Phases phases = new Phases();
         Path tmp = stateDir.resolve("state.tmp");
         Path state = stateDir.resolve("state");
         Path specFile = stateDir.resolve(VmSpec.WORKSPACE_FILE);
         VmSpec parked = spec.withState("state");
         long manifestNanos;
         java.util.concurrent.CompletableFuture<Void> ramDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
+        java.util.concurrent.CompletableFuture<Void> stateDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
         java.util.concurrent.CompletableFuture<Map<String, ParkManifest.Entry>> frozen = null;
         try {
             Files.deleteIfExists(tmp);
             machine.stop();
+            phases.mark("stop");
             // From stop on the RAM file and the disk no longer change: their digests (CPU) and the RAM file's
             // write-back (disk) run while QEMU writes the device state, each on threads of its own.
             Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
             long m0 = System.nanoTime();
             List<String> files = parkedFiles(spec);
+            // all cores: QEMU's save is slowed (16-28 ms alone, 32-71 beside the digests on the 2-core host, load
+            // 4-5), but one thread per file left the digests unfinished at the end of the save and park no faster
             frozen = ParkManifest.measureAsync(stateDir, files.subList(1, files.size()));
-            if (ram != null) {
-                ramDurable = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                    try {
-                        VmSpec.fsync(ram);
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }, ParkManifest.ORCHESTRATE);
-            }
+            if (ram != null) ramDurable = fsyncAsync(ram);
             machine.save(tmp);
-            VmSpec.fsync(tmp);
+            phases.mark("save device state");
+            // the state file's fsync runs beside its digest and the manifest's write; the spec that names it (the
+            // commit point) is written only after both, and its directory fsync makes the rename durable too
             Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            stateDurable = fsyncAsync(state);
             long s0 = System.nanoTime();
             Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(stateDir, List.of("state")));
             long stateNanos = System.nanoTime() - s0;
             long w0 = System.nanoTime();
             entries.putAll(ParkManifest.join(frozen));
-            ParkManifest.write(workspaceId, stateDir, entries);
+            phases.mark("state digest, wait for the frozen files' digests");
+            ParkManifest.write(workspaceId, stateDir, entries, false); // the spec's write below syncs the directory
+            phases.mark("manifest write");
             // the manifest's cost on the park path: the state file's digest, the wait for the frozen files' digests
             // beyond the save they overlapped, and writing the manifest
             manifestNanos = stateNanos + (System.nanoTime() - w0);
             lastManifestOverlappedMillis = (s0 - m0) / 1_000_000.0;
-            try {
-                ramDurable.join();
-            } catch (java.util.concurrent.CompletionException ce) {
-                if (ce.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
-                throw ce;
-            }
+            join(stateDurable);
+            phases.mark("wait for the state fsync");
+            join(ramDurable);
+            phases.mark("wait for the RAM fsync");
             parked.write(specFile);
+            phases.mark("spec write");
         } catch (IOException e) {
             // nothing is lost yet: undo what was written and let the guest go on (after the digests and the
             // write-back: they read files that are about to change)
             if (frozen != null) frozen.exceptionally(x -> null).join();
             ramDurable.exceptionally(x -> null).join();
+            stateDurable.exceptionally(x -> null).join();
             for (Path p : List.of(tmp, state, stateDir.resolve(ParkManifest.FILE))) {
                 try {
                     Files.deleteIfExists(p);
@@ -130,9 +132,12 @@ final class MicrovmSandbox implements Sandbox {
         }
         spec = parked;
         agent.close();
-        machine.quit();
         stopped = true;
-        cleanRuntime();
+        // parked from here on (the spec names the durable state): QEMU exits after the reply, and whatever starts
+        // this workspace's files again waits for that first (MicrovmDriver.awaitExit)
+        MicrovmDriver.exiting(stateDir, machine.quitLater().thenRun(this::cleanRuntime));
+        phases.mark("quit QEMU (asked, not awaited)");
+        lastParkPhases = phases.millis();
         long millis = (System.nanoTime() - t0) / 1_000_000;
         lastManifestMillis = manifestNanos / 1_000_000.0;
         // Zero pages (most of them: the guest runs with init_on_free=1) become holes, so the parked RAM file is small.
@@ -140,6 +145,30 @@ final class MicrovmSandbox implements Sandbox {
         if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()));
         return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
     }
+
+    private static java.util.concurrent.CompletableFuture<Void> fsyncAsync(Path f) {
+        return java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                VmSpec.fsync(f);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, ParkManifest.ORCHESTRATE);
+    }
+
+    private static void join(java.util.concurrent.CompletableFuture<Void> f) throws IOException {
+        try {
+            f.join();
+        } catch (java.util.concurrent.CompletionException ce) {
+            if (ce.getCause() instanceof java.io.UncheckedIOException u) throw u.getCause();
+            throw ce;
+        }
+    }
+
+    /** Where the last park spent its time (for the benchmark). */
+    volatile Map<String, Double> lastParkPhases = Map.of();
+    /** Where the start that made this sandbox spent its time (a resume's phases; for the benchmark). */
+    volatile Map<String, Double> startPhases = Map.of();
 
     /** Milliseconds the last park spent on its manifest beyond what overlapped the device-state save (for the benchmark). */
     volatile double lastManifestMillis;

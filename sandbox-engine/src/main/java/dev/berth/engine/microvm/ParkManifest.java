@@ -50,8 +50,17 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
 
     /** Writes the manifest of entries measured before ({@link #measureAsync}, {@link #measure}), in the given order. */
     static ParkManifest write(String workspaceId, Path dir, Map<String, Entry> entries) throws IOException {
+        return write(workspaceId, dir, entries, true);
+    }
+
+    /**
+     * With {@code syncDirectory} false the manifest's name becomes durable with the next {@link MetaFile} write into
+     * {@code dir} (park writes the spec that names the state right after it, and nothing reads the manifest before
+     * that spec names the state).
+     */
+    static ParkManifest write(String workspaceId, Path dir, Map<String, Entry> entries, boolean syncDirectory) throws IOException {
         ParkManifest m = new ParkManifest(workspaceId, entries);
-        MetaFile.write(dir.resolve(FILE), KIND, VERSION, JSON.writeValueAsString(m));
+        MetaFile.write(dir.resolve(FILE), KIND, VERSION, JSON.writeValueAsString(m), syncDirectory);
         return m;
     }
 
@@ -89,6 +98,36 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
             Thread.ofPlatform().daemon().name("berth-digest-", 0).factory());
     static final java.util.concurrent.ExecutorService ORCHESTRATE =
             java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-digest-wait-", 0).factory());
+
+    private static final java.util.concurrent.atomic.AtomicBoolean WARMED = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * Once per process, in the background: runs the digest code on a temporary sparse file (no disk I/O: its pages
+     * are holes), so that the first park and the first resume of a server do not pay for the JIT and the FFM set-up
+     * of {@link Extents}. Measured cold in a fresh JVM: the first {@code lseek} handle 185 ms and the first digest of
+     * 73 MiB 555 ms, against 19 ms warm.
+     */
+    static void warmUp() {
+        if (!WARMED.compareAndSet(false, true)) return;
+        Thread.ofPlatform().daemon().name("berth-digest-warmup").start(() -> {
+            Path f = null;
+            try {
+                f = Files.createTempFile("berth-digest-warmup", ".bin");
+                try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+                    raf.setLength(32L << 20);
+                }
+                Extents.data(f);
+                measure(f.getParent(), List.of(f.getFileName().toString()));
+                for (int i = 0; i < 6; i++) digest(f, List.of(new Extents.Extent(0, 32L << 20)));
+            } catch (IOException | RuntimeException ignored) {
+                // only a warm-up: the first real digest pays instead
+            } finally {
+                if (f != null) {
+                    try { Files.deleteIfExists(f); } catch (IOException ignored) { }
+                }
+            }
+        });
+    }
 
     static boolean exists(Path dir) { return Files.isRegularFile(dir.resolve(FILE)); }
 

@@ -40,7 +40,18 @@ final class QemuMachine implements AutoCloseable {
         this.qmp = qmp;
         this.runtimeDir = runtimeDir;
         this.log = log;
+        qmp.onEvent(e -> {
+            if ("MIGRATION".equals(e.path("event").asString(""))) {
+                synchronized (migrationEvents) {
+                    migrationEvents[0]++;
+                    migrationEvents.notifyAll();
+                }
+            }
+        });
     }
+
+    /** MIGRATION events seen (QMP reader thread); {@link #awaitMigration} waits on it between its polls. */
+    private final long[] migrationEvents = new long[1];
 
     /** The full QEMU command line for {@code spec}; {@code specDir} resolves the spec's relative paths. */
     static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
@@ -113,7 +124,7 @@ final class QemuMachine implements AutoCloseable {
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile) throws IOException {
-        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { });
+        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { }, new Phases());
     }
 
     /** A check that must pass before QEMU loads anything it was given (it runs while QEMU starts). */
@@ -127,7 +138,7 @@ final class QemuMachine implements AutoCloseable {
      * and paused and before it loads the state: a failed check kills QEMU before it read a byte of the state.
      */
     static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
-                              Path stateFile, BeforeLoad beforeLoad) throws IOException {
+                              Path stateFile, BeforeLoad beforeLoad, Phases phases) throws IOException {
         Files.createDirectories(runtimeDir);
         for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
         for (String f : List.of(QMP_SOCK, AGENT_SOCK)) {
@@ -141,6 +152,7 @@ final class QemuMachine implements AutoCloseable {
             boolean own = stateFile == null || stateFile.toAbsolutePath().startsWith(specDir.toAbsolutePath());
             cmd = VmmJail.wrap(cmd, accel, spec, specDir, dataDisk, runtimeDir, own ? List.of() : List.of(stateFile));
         }
+        phases.mark("jail set-up");
         ProcessBuilder pb = new ProcessBuilder(cmd)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .redirectOutput(ProcessBuilder.Redirect.PIPE)
@@ -159,13 +171,20 @@ final class QemuMachine implements AutoCloseable {
             throw new IOException(e.getMessage() + log.tail(), e);
         }
         QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, log);
+        phases.mark("QEMU start to QMP");
         try {
+            // events: QEMU says when a migration changes state, so a save or restore is seen done at once instead
+            // of at the next poll (polls back off to 20 ms; a save here takes 10-30)
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
-                    List.of(Map.of("capability", "x-ignore-shared", "state", true))), Duration.ofSeconds(10));
+                    List.of(Map.of("capability", "x-ignore-shared", "state", true),
+                            Map.of("capability", "events", "state", true))), Duration.ofSeconds(10));
+            phases.mark("QMP set-up");
             beforeLoad.check();
+            phases.mark("wait for the manifest check");
             if (stateFile != null) {
                 qmp.execute("migrate-incoming", Map.of("uri", "exec:cat '" + stateFile + "'"), Duration.ofSeconds(10));
                 m.awaitMigration(Duration.ofSeconds(120));
+                phases.mark("load device state");
             }
         } catch (IOException e) {
             m.kill();
@@ -263,6 +282,8 @@ final class QemuMachine implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         long sleep = 1;
         while (true) {
+            long seen;
+            synchronized (migrationEvents) { seen = migrationEvents[0]; }
             JsonNode r = qmp.execute("query-migrate");
             String status = r == null ? "" : r.path("status").asString("");
             if (status.equals("completed")) return;
@@ -270,7 +291,19 @@ final class QemuMachine implements AutoCloseable {
                 throw new IOException("migration " + status + ": " + r.path("error-desc").asString("") + log());
             if (!process.isAlive()) throw new IOException("QEMU exited during migration");
             if (System.nanoTime() > deadline) throw new IOException("migration did not finish in " + timeout.toSeconds() + " s (" + status + ")");
-            QmpClient.sleep(sleep);
+            // until the next MIGRATION event (QEMU with the events capability) or the next poll, whichever is first:
+            // a QEMU a previous server started may not send events
+            synchronized (migrationEvents) {
+                long until = System.nanoTime() + sleep * 1_000_000;
+                try {
+                    while (migrationEvents[0] == seen && System.nanoTime() < until) {
+                        migrationEvents.wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while waiting for a migration");
+                }
+            }
             sleep = Math.min(sleep * 2, 20);
         }
     }
@@ -302,6 +335,23 @@ final class QemuMachine implements AutoCloseable {
         }
         if (!waitFor(process, 10_000)) kill();
         qmp.close();
+    }
+
+    /**
+     * {@link #quit} on a thread of its own: returns at once with a future of QEMU's exit (killed if it has not exited
+     * within 10 s). For a park: the state is durable before, so QEMU's exit need not hold up the caller.
+     */
+    java.util.concurrent.CompletableFuture<Void> quitLater() {
+        java.util.concurrent.CompletableFuture<Void> gone = new java.util.concurrent.CompletableFuture<>();
+        // the command too: its answer waited for QEMU's main loop, 2-25 ms under load
+        Thread.ofVirtual().name("qemu-quit").start(() -> {
+            try {
+                quit();
+            } finally {
+                gone.complete(null);
+            }
+        });
+        return gone;
     }
 
     void kill() {

@@ -10,8 +10,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The jail one QEMU runs in, after Firecracker's jailer: its own unprivileged uid (the workspace's, as on the
@@ -31,7 +29,6 @@ import tools.jackson.databind.json.JsonMapper;
  */
 final class VmmJail {
     static final Path CGROUP = Path.of("/sys/fs/cgroup");
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     static final int MAX_TASKS = 128;
     /** Mount point of the jail's root in the runtime directory (an empty directory outside the jail). */
     static final String ROOT_DIR = ".jail-root";
@@ -69,15 +66,14 @@ final class VmmJail {
         Path runtime = runtimeDir.toAbsolutePath();
         // everything of the workspace's own becomes its uid's; its layers (shared with snapshots and other forks,
         // DiskLayers) stay root's and read-only
-        HostCommand.exec("find", state.toString(), "-path", state.resolve(DiskLayers.DIR).toString(), "-prune", "-o",
-                "-exec", "chown", "-h", uid + ":" + uid, "{}", "+");
-        HostCommand.exec("chown", "-R", uid + ":" + uid, runtime.toString());
+        chownTree(state, uid, state.resolve(DiskLayers.DIR));
+        chownTree(runtime, uid, null);
 
         Set<Path> ro = new LinkedHashSet<>();
         ro.add(Path.of(spec.kernel()));
         ro.add(Path.of(spec.initramfs()));
         if (spec.baseDisk() != null) ro.add(Path.of(spec.baseDisk()));
-        ro.addAll(backingChain(dataDisk));
+        ro.addAll(DiskLayers.chain(dataDisk));
         for (Path p : extraReadOnly) ro.add(p.toAbsolutePath());
         ro.add(Path.of("/etc/ld.so.cache"));
         List<Path> rw = new ArrayList<>();
@@ -100,24 +96,35 @@ final class VmmJail {
         StringBuilder sh = new StringBuilder("set -e\n");
         for (Path g : cgroups) sh.append("echo $$ > ").append(q(g.resolve("cgroup.procs"))).append('\n');
         // the new root is a tmpfs on a directory of the runtime directory (in the private mount namespace only; the
-        // runtime directory bound into the jail shows it empty)
-        sh.append("R=").append(q(runtime.resolve(ROOT_DIR))).append("\nmkdir -p $R\nmount -t tmpfs -o mode=0755,size=1m berth-jail $R\n");
-        sh.append("mkdir -p $R/usr $R/dev $R/proc $R/tmp $R/etc\n");
-        sh.append("mount --rbind /usr $R/usr && mount -o remount,bind,ro $R/usr\n");
-        for (String l : List.of("bin", "lib", "lib64", "sbin")) {
-            if (Files.isSymbolicLink(Path.of("/" + l))) sh.append("ln -s usr/").append(l).append(" $R/").append(l).append('\n');
-        }
+        // runtime directory bound into the jail shows it empty, and root's: made after the chown above).
+        // Every process here is a millisecond or two of every start: directories, mount points and links are made
+        // by one mkdir, one touch and one ln, and a read-only bind is one mount (util-linux >= 2.27 remounts it).
+        Files.createDirectories(runtime.resolve(ROOT_DIR));
+        sh.append("R=").append(q(runtime.resolve(ROOT_DIR))).append("\nmount -t tmpfs -o mode=0755,size=1m berth-jail $R\n");
+        Set<String> dirs = new LinkedHashSet<>(List.of("$R/usr", "$R/dev", "$R/proc", "$R/tmp", "$R/etc"));
+        for (Path d : List.of(state, runtime)) dirs.add(q("$R", d));
+        List<Path> files = new ArrayList<>(ro);
+        files.addAll(rw);
+        for (Path f : files) dirs.add(q("$R", f.getParent()));
+        List<String> devs = new ArrayList<>();
+        // /dev/kvm only for a KVM machine: a TCG QEMU has no use for it (one mount less, and less to reach after an escape)
         for (String d : List.of("null", "zero", "random", "urandom", "kvm")) {
-            if (Files.exists(Path.of("/dev", d))) {
-                sh.append("touch $R/dev/").append(d).append(" && mount --bind /dev/").append(d).append(" $R/dev/").append(d).append('\n');
-            }
+            if (Files.exists(Path.of("/dev", d)) && (accel.kvm() || !d.equals("kvm"))) devs.add(d);
         }
+        sh.append("mkdir -p ").append(String.join(" ", dirs)).append('\n');
+        StringBuilder touch = new StringBuilder();
+        for (String d : devs) touch.append(" $R/dev/").append(d);
+        for (Path f : files) touch.append(' ').append(q("$R", f));
+        if (!touch.isEmpty()) sh.append("touch").append(touch).append('\n');
+        StringBuilder links = new StringBuilder();
+        for (String l : List.of("bin", "lib", "lib64", "sbin")) if (Files.isSymbolicLink(Path.of("/" + l))) links.append(" usr/").append(l);
+        if (!links.isEmpty()) sh.append("ln -s").append(links).append(" $R/\n");
+        sh.append("mount --rbind -o ro /usr $R/usr\n");
+        for (String d : devs) sh.append("mount --bind /dev/").append(d).append(" $R/dev/").append(d).append('\n');
         sh.append("mount -t proc -o hidepid=2,nosuid,nodev,noexec proc $R/proc\n");
-        for (Path d : List.of(state, runtime)) {
-            sh.append("mkdir -p ").append(q("$R", d)).append(" && mount --bind ").append(q(d)).append(' ').append(q("$R", d)).append('\n');
-        }
-        for (Path f : ro) bindFile(sh, f, true);
-        for (Path f : rw) bindFile(sh, f, false);
+        for (Path d : List.of(state, runtime)) sh.append("mount --bind ").append(q(d)).append(' ').append(q("$R", d)).append('\n');
+        for (Path f : ro) sh.append("mount --bind -o ro ").append(q(f)).append(' ').append(q("$R", f)).append('\n');
+        for (Path f : rw) sh.append("mount --bind ").append(q(f)).append(' ').append(q("$R", f)).append('\n');
         sh.append("cd /\nexec chroot $R setpriv --reuid=").append(uid).append(" --regid=").append(uid)
                 .append(groups.isEmpty() ? " --clear-groups" : " --groups=" + groups.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElseThrow())
                 .append(" --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\"\n");
@@ -127,29 +134,30 @@ final class VmmJail {
         return out;
     }
 
-    private static void bindFile(StringBuilder sh, Path f, boolean readOnly) {
-        sh.append("mkdir -p ").append(q("$R", f.getParent())).append(" && touch ").append(q("$R", f))
-                .append(" && mount --bind ").append(q(f)).append(' ').append(q("$R", f));
-        if (readOnly) sh.append(" && mount -o remount,bind,ro ").append(q("$R", f));
-        sh.append('\n');
-    }
+    /**
+     * {@code chown -R -h uid:uid root} without {@code skip} (a directory left with its whole tree), in-process (two
+     * {@code chown}/{@code find} processes were a few ms of every start). Symbolic links are changed, not followed.
+     */
+    static void chownTree(Path root, int uid, Path skip) throws IOException {
+        Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
+            @Override
+            public java.nio.file.FileVisitResult preVisitDirectory(Path dir, java.nio.file.attribute.BasicFileAttributes a) throws IOException {
+                if (dir.equals(skip)) return java.nio.file.FileVisitResult.SKIP_SUBTREE;
+                own(dir);
+                return java.nio.file.FileVisitResult.CONTINUE;
+            }
 
-    /** The files a qcow2 disk is backed by (a fork's snapshot disks), from {@code qemu-img info --backing-chain}. */
-    private static List<Path> backingChain(Path disk) throws IOException {
-        Process p = new ProcessBuilder("qemu-img", "info", "-U", "--backing-chain", "--output=json", disk.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        try {
-            if (p.waitFor() != 0) throw new IOException("qemu-img info " + disk + ": " + out.strip());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted reading the backing chain of " + disk);
-        }
-        List<Path> files = new ArrayList<>();
-        for (JsonNode n : JSON.readTree(out)) {
-            if (n.has("backing-filename") && n.has("full-backing-filename")) files.add(Path.of(n.get("full-backing-filename").asString()));
-        }
-        return files;
+            @Override
+            public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a) throws IOException {
+                if (!f.equals(skip)) own(f);
+                return java.nio.file.FileVisitResult.CONTINUE;
+            }
+
+            private void own(Path p) throws IOException {
+                Files.setAttribute(p, "unix:uid", uid, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(p, "unix:gid", uid, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            }
+        });
     }
 
     private static List<Path> cgroups(String id, VmSpec spec, Accel accel) {

@@ -61,6 +61,14 @@ public interface IsolationDriver {
     }
 
     /**
+     * Waits (bounded) for work a driver lets finish after a call has returned, such as a parked sandbox's process
+     * exiting after its state was made durable. The engine calls it at shutdown, after parking, so that nothing of a
+     * park outlives the server. Default: nothing to wait for.
+     */
+    default void quiesce() {
+    }
+
+    /**
      * Whether {@code stateDir} holds a complete saved state with memory (a finished park), so that the next start
      * restores it rather than booting cold. Default: false (drivers whose park keeps files only).
      */

@@ -28,6 +28,15 @@ public final class MetaFile {
     private MetaFile() {}
 
     public static void write(Path file, String kind, int version, String json) throws IOException {
+        write(file, kind, version, json, true);
+    }
+
+    /**
+     * Like {@link #write(Path, String, int, String)}; with {@code syncDirectory} false the rename is left to a later
+     * directory fsync (the caller writes another file into the same directory with {@link #write} before anything
+     * depends on this one: that fsync makes both names durable). Saves one flush where that is true.
+     */
+    public static void write(Path file, String kind, int version, String json, boolean syncDirectory) throws IOException {
         byte[] body = json.getBytes(StandardCharsets.UTF_8);
         CRC32C crc = new CRC32C();
         crc.update(body);
@@ -47,6 +56,7 @@ public final class MetaFile {
         } catch (AtomicMoveNotSupportedException e) {
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
         }
+        if (!syncDirectory) return;
         try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
             d.force(true);
         } catch (IOException ignored) {

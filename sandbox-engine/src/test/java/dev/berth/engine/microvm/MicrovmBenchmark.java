@@ -106,14 +106,19 @@ public final class MicrovmBenchmark {
         add(berth, "  of which device state file, MiB", Files.size(ws.resolve("state/state")) / 1048576.0);
         add(berth, "park: manifest on the park path after the save (state digest, wait, write), ms", ((MicrovmSandbox) sb).lastManifestMillis);
         add(berth, "park: stop to end of save (RAM + disk digests and RAM fsync overlap it), ms", ((MicrovmSandbox) sb).lastManifestOverlappedMillis);
+        ((MicrovmSandbox) sb).lastParkPhases.forEach((k, v) -> add(berth, "  park phase: " + k + ", ms", v));
         t0 = System.nanoTime();
         ParkManifest.verify("ws-b" + i, ws.resolve("state"));
         add(berth, "resume: manifest check (also inside resume), ms", ms(t0));
 
         t0 = System.nanoTime();
         Sandbox back = driver.start(new StartRequest("ws-b" + i, ws.resolve("state"), ws.resolve("run"), new StartRequest.Resume(), r, 0));
+        long e0 = System.nanoTime();
         exec(back.agent());
+        double firstExec = ms(e0);
         add(berth, "resume to first exec", ms(t0));
+        ((MicrovmSandbox) back).startPhases.forEach((k, v) -> add(berth, "  resume phase: " + k + ", ms", v));
+        add(berth, "  resume phase: first exec, ms", firstExec);
         back.destroy();
 
         Path fws = work.resolve("berth-fork-" + i);
@@ -221,11 +226,18 @@ public final class MicrovmBenchmark {
         List<String> ra = bareArgs(dir, ram, true, disk);
         ra.addAll(List.of("-S", "-incoming", "defer"));
         q = spawn(ra);
-        incoming(dir.resolve("q.sock"), state);
+        Map<String, Double> phases = incoming(dir.resolve("q.sock"), state);
+        long a0 = System.nanoTime();
         agent = connect(dir.resolve("a.sock"));
         hello(agent);
+        double helloMs = ms(a0);
+        a0 = System.nanoTime();
         execTrue(agent, 1);
+        double execMs = ms(a0);
         add(bare, "resume to first exec", ms(t0));
+        phases.forEach((k, v) -> add(bare, "  resume phase: " + k + ", ms", v));
+        add(bare, "  resume phase: agent HELLO, ms", helloMs);
+        add(bare, "  resume phase: first exec, ms", execMs);
         agent.close();
         q.destroyForcibly().waitFor();
 
@@ -238,7 +250,7 @@ public final class MicrovmBenchmark {
         List<String> fa = bareArgs(fdir, snap.resolve("ram"), false, fdir.resolve("data.qcow2"));
         fa.addAll(List.of("-S", "-incoming", "defer"));
         q = spawn(fa);
-        incoming(fdir.resolve("q.sock"), snap.resolve("state"));
+        incoming(fdir.resolve("q.sock"), snap.resolve("state")); // phases of the resume only
         agent = connect(fdir.resolve("a.sock"));
         hello(agent);
         execTrue(agent, 1);
@@ -280,17 +292,27 @@ public final class MicrovmBenchmark {
             + "[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}";
 
     /** The restore command: capability, then {@code migrate-incoming "exec:cat FILE"}; QEMU starts the guest when done. */
-    private static void incoming(Path qmpSock, Path state) throws IOException {
+    private static Map<String, Double> incoming(Path qmpSock, Path state) throws IOException {
+        Map<String, Double> phases = new LinkedHashMap<>();
+        long t = System.nanoTime();
         try (SocketChannel qmp = connect(qmpSock)) {
             qmpLine(qmp);
+            phases.put("QEMU start to QMP", ms(t));
+            t = System.nanoTime();
             qmpCmd(qmp, "{\"execute\":\"qmp_capabilities\"}");
             qmpCmd(qmp, IGNORE_SHARED);
+            phases.put("QMP set-up", ms(t));
+            t = System.nanoTime();
             qmpCmd(qmp, "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"exec:cat " + state + "\"}}");
             // Connect to the agent only once the device state is loaded: a connection made earlier is overwritten
             // by the saved "host disconnected" port state and the guest never learns that a host is there.
             awaitMigrated(qmp);
+            phases.put("load device state", ms(t));
+            t = System.nanoTime();
             qmpCmd(qmp, "{\"execute\":\"cont\"}");
+            phases.put("cont", ms(t));
         }
+        return phases;
     }
 
     private static SocketChannel connect(Path sock) throws IOException {

@@ -239,6 +239,8 @@ class MicrovmDriverTest {
         assertTrue(p.memoryKept());
         assertTrue(p.stateBytes() > 0);
         assertFalse(ws.isAlive());
+        // park returns once the state is durable and QEMU was told to quit; a start of these files waits for its exit
+        MicrovmDriver.awaitExit(request("ws-park", new StartRequest.Resume()).stateDir());
         assertFalse(ProcessHandle.of(hostPid).map(ProcessHandle::isAlive).orElse(false), "QEMU is gone while parked");
         assertFalse(Files.exists(request("ws-park", new StartRequest.Resume()).runtimeDir().resolve("qmp.sock")));
 
