@@ -37,27 +37,6 @@ class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
     }
 
     @Test
-    void imageUser_runsAsThatUser_resolvedThroughTheImagesPasswd_andAnUnknownUserIsRefusedAtImport() throws Exception {
-        var fixture = new dev.berth.engine.image.OciFixture(home.resolve("oci-user"));
-        Path layout = fixture.busyboxLayout(null, "app");
-        var limits = dev.berth.engine.image.ImportLimits.DEFAULT;
-        assertEquals("app", engine.images().importFrom(layout + ":v1", "as-app", limits, l -> { }).user());
-        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "as-app")).workspace().id();
-        RunResult r = run(ws, "id -u; id -g; id -un; echo mine > /workspace/by-app && stat -c '%u:%g' /workspace/by-app; echo x > /root/x && echo home-writable");
-        assertEquals(0, r.exitCode(), r.stderr());
-        assertEquals(java.util.List.of("1234", "2345", "app", "1234:2345", "home-writable"), r.stdout().strip().lines().toList());
-        engine.closeWorkspace(Tenant.LOCAL, ws, true);
-
-        var ghost = new dev.berth.engine.image.OciFixture(home.resolve("oci-ghost"));
-        Path ghostLayout = ghost.busyboxLayout(null, "ghost");
-        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.berth.engine.image.ImageException.class,
-                () -> engine.images().importFrom(ghostLayout + ":v1", "ghost", limits, l -> { }));
-        assertTrue(e.getMessage().contains("no user 'ghost' in the image's /etc/passwd"), e.getMessage());
-        assertTrue(engine.images().digestOf("ghost").isEmpty());
-        engine.images().remove("as-app", java.util.Map.of());
-    }
-
-    @Test
     void recipeBuild_runsItsStepsInAWorkspace_streamsProgress_keepsTheLog_andTheImageOpens() throws Exception {
         var recipe = dev.berth.engine.image.Recipe.parse("""
                 {"berth_recipe": 1, "base": "tiny", "allow": [],
