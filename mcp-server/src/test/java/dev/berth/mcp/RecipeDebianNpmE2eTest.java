@@ -115,9 +115,12 @@ class RecipeDebianNpmE2eTest {
         Path home = Files.createDirectories(dir.resolve("home"));
         NamespaceDriver d = new NamespaceDriver(home);
         assumeTrue(d.probe().available(), () -> d.probe().reason());
-        // the operator's ceiling allows both loopback hosts; the recipe narrows the build to them
-        engine = Engine.start(EngineConfig.defaults(home, List.of(d))
-                .withEgress(EgressFixture.proxy(List.of("apt.test:" + aptPort, "npm.test:" + npm.port))));
+        // the operator's ceiling allows both loopback hosts, and points the debian and npm presets at them (its
+        // mirrors); the recipe's preset:debian and preset:npm narrow the build to them
+        var proxy = EgressFixture.proxy(List.of("apt.test:" + aptPort, "npm.test:" + npm.port));
+        engine = Engine.start(EngineConfig.defaults(home, List.of(d)).withEgress(new dev.berth.engine.EgressSettings(proxy.proxy(),
+                proxy.ceiling(), Map.of(), Map.of("debian", dev.berth.proxy.Policy.of(List.of("apt.test:" + aptPort)),
+                        "npm", dev.berth.proxy.Policy.of(List.of("npm.test:" + npm.port))))));
 
         // the base: Debian with apt, dpkg and Node.js/npm from the host's packages, apt pointed at the test repository
         long t0 = System.nanoTime();
@@ -153,14 +156,13 @@ class RecipeDebianNpmE2eTest {
 
     @Test
     void recipe_installsADebianAndAnNpmPackageThroughTheProxy_andAWorkspaceOnTheImageRunsThem() throws Exception {
-        int aptPort = apt.getAddress().getPort();
         Recipe recipe = Recipe.parse("""
                 {"berth_recipe": 1, "base": "debian-node",
                  "packages": ["berth-hello"],
-                 "allow": ["apt.test:%d", "npm.test:%d"],
+                 "allow": ["preset:debian", "preset:npm"],
                  "steps": [{"name": "npm package", "run": "npm install -g --registry http://npm.test:%d/ --no-audit --no-fund --loglevel=error berth-hello-npm"}],
                  "env": {"BUILT_BY": "recipe"}}
-                """.formatted(aptPort, npm.port, npm.port), "inline");
+                """.formatted(npm.port), "inline");
         List<String> progress = new ArrayList<>();
         long t0 = System.nanoTime();
         ImageRecord built = new RecipeBuild(engine, Tenant.LOCAL, SMALL, 600).build(recipe, "debian-tools", "recipe:inline",
@@ -173,6 +175,7 @@ class RecipeDebianNpmE2eTest {
         assertTrue(log.contains("[step 1/2 'packages']") && log.contains("Setting up berth-hello (1.0-1)"), log);
         assertTrue(log.contains("[step 2/2 'npm package']"), log);
         assertTrue(!log.contains("egress denied"), log);
+        assertTrue(log.contains("egress [preset:debian, preset:npm]"), log);
 
         long customFirstExec = openToFirstExec("debian-tools");
         long builtInFirstExec = openToFirstExec("built-in");
