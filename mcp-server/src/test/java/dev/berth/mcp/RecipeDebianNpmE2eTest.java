@@ -51,8 +51,10 @@ import org.junit.jupiter.api.TestInstance;
  * Node.js/npm assembled from the host's own installed packages ({@link HostDebianRoot}) and imported into the store.
  * The recipe's setup runs inside a namespace workspace whose only way out is the egress proxy, held to the recipe's
  * own allowlist ({@code apt.test} and {@code npm.test}, which the test's proxy resolves to loopback); then a workspace
- * on the built image runs both installed programs. Prints the build's figures (benchmarks print, tests never assert
- * times).
+ * on the built image runs both installed programs, on the namespace level and (where it runs here, TCG) as a microVM's
+ * root. The recipe's allowlist is {@code preset:debian} and {@code preset:npm}, which the test's operator settings
+ * point at the loopback hosts (preset mirrors, as an operator points them at its own mirrors). Prints the build's
+ * figures (benchmarks print, tests never assert times).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RecipeDebianNpmE2eTest {
@@ -63,6 +65,7 @@ class RecipeDebianNpmE2eTest {
     private VerdaccioRegistry npm;
     private Engine engine;
     private ImageRecord base;
+    private String microvm; // null: the microVM level runs here; else why not
     private long assembleMillis;
     private long baseMillis;
 
@@ -115,10 +118,16 @@ class RecipeDebianNpmE2eTest {
         Path home = Files.createDirectories(dir.resolve("home"));
         NamespaceDriver d = new NamespaceDriver(home);
         assumeTrue(d.probe().available(), () -> d.probe().reason());
+        // the microVM level too where it runs here (TCG): the built image then also boots as a microVM's root
+        var vm = new dev.berth.engine.microvm.MicrovmDriver(dev.berth.engine.microvm.ImageBuilder.defaults(),
+                dev.berth.engine.microvm.MicrovmDriver.ImageKind.TEST);
+        var vmProbe = vm.probe();
+        microvm = vmProbe.available() ? null : vmProbe.reason();
+        List<dev.berth.engine.spi.IsolationDriver> drivers = microvm == null ? List.of(d, vm) : List.of(d);
         // the operator's ceiling allows both loopback hosts, and points the debian and npm presets at them (its
         // mirrors); the recipe's preset:debian and preset:npm narrow the build to them
         var proxy = EgressFixture.proxy(List.of("apt.test:" + aptPort, "npm.test:" + npm.port));
-        engine = Engine.start(EngineConfig.defaults(home, List.of(d)).withEgress(new dev.berth.engine.EgressSettings(proxy.proxy(),
+        engine = Engine.start(EngineConfig.defaults(home, drivers).withEgress(new dev.berth.engine.EgressSettings(proxy.proxy(),
                 proxy.ceiling(), Map.of(), Map.of("debian", dev.berth.proxy.Policy.of(List.of("apt.test:" + aptPort)),
                         "npm", dev.berth.proxy.Policy.of(List.of("npm.test:" + npm.port))))));
 
@@ -179,7 +188,7 @@ class RecipeDebianNpmE2eTest {
 
         long customFirstExec = openToFirstExec("debian-tools");
         long builtInFirstExec = openToFirstExec("built-in");
-        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "debian-tools")).workspace().id();
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, "namespace", SMALL, null, null, "debian-tools")).workspace().id();
         RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "berth-hello && berth-hello-npm && echo \"$BUILT_BY\""
                 + " && dpkg-query -W -f '${Package} ${Version} ${db:Status-Status}\\n' berth-hello", null, Map.of(), 120, null, null),
                 OutputListener.NONE);
@@ -192,23 +201,42 @@ class RecipeDebianNpmE2eTest {
         assertEquals("debian-tools@" + built.digest(), r.receipt().get("image"), r.receipt().toString());
         engine.closeWorkspace(Tenant.LOCAL, ws, true);
         // the programs came from the build: the base image has neither
-        String plain = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "debian-node")).workspace().id();
+        String plain = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, "namespace", SMALL, null, null, "debian-node")).workspace().id();
         RunResult onBase = engine.run(Tenant.LOCAL, new RunRequest(plain, "command -v berth-hello berth-hello-npm; echo done",
                 null, Map.of(), 120, null, null), OutputListener.NONE);
         assertEquals("done", onBase.stdout().strip(), onBase.toString());
         engine.closeWorkspace(Tenant.LOCAL, plain, true);
 
+        // the same image as a microVM's root (its ext4 base under the guest's overlay), where that level runs here
+        long vmFirstExec = -1;
+        if (microvm == null) {
+            long t2 = System.nanoTime();
+            String vmWs = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, "microvm", SMALL, null, null, "debian-tools"))
+                    .workspace().id();
+            RunResult inVm = engine.run(Tenant.LOCAL, new RunRequest(vmWs, "berth-hello && berth-hello-npm", null, Map.of(), 300, null, null),
+                    OutputListener.NONE);
+            vmFirstExec = (System.nanoTime() - t2) / 1_000_000;
+            assertEquals(0, inVm.exitCode(), inVm.toString());
+            List<String> vmOut = inVm.stdout().strip().lines().toList();
+            assertEquals("hello from the berth-hello Debian package", vmOut.get(0), inVm.stdout());
+            assertTrue(vmOut.get(1).startsWith("hello from the berth-hello-npm package on node v"), inVm.stdout());
+            engine.closeWorkspace(Tenant.LOCAL, vmWs, true);
+        } else {
+            System.out.println("microVM level not run here: " + microvm);
+        }
+
         System.out.printf("BENCH recipe (deb + npm, namespace): base root assembled from host packages %d ms, imported %d ms"
                         + " (%d MiB files, ext4 %d MiB); build %d ms (built image %d MiB files, ext4 %d MiB, layer %d MiB);"
-                        + " open->first exec on the built image %d ms, on the built-in root %d ms%n",
+                        + " open->first exec on the built image %d ms, on the built-in root %d ms; microVM open on the built image"
+                        + " (first: boots its warm base) -> both programs run %d ms%n",
                 assembleMillis, baseMillis, base.treeBytes() >> 20, base.baseDiskBytes() >> 20, buildMillis, built.treeBytes() >> 20,
-                built.baseDiskBytes() >> 20, built.layerBytes() >> 20, customFirstExec, builtInFirstExec);
+                built.baseDiskBytes() >> 20, built.layerBytes() >> 20, customFirstExec, builtInFirstExec, vmFirstExec);
     }
 
     /** Opens an ephemeral workspace on {@code image}, runs {@code true} in it and closes it: the time to the exec's end. */
     private long openToFirstExec(String image) throws Exception {
         long t0 = System.nanoTime();
-        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, null, SMALL, null, null, image)).workspace().id();
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, "namespace", SMALL, null, null, image)).workspace().id();
         RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "true", null, Map.of(), 60, null, null), OutputListener.NONE);
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertEquals(0, r.exitCode(), r.toString());
