@@ -52,7 +52,8 @@ import org.junit.jupiter.api.TestInstance;
  * The recipe's setup runs inside a namespace workspace whose only way out is the egress proxy, held to the recipe's
  * own allowlist ({@code apt.test} and {@code npm.test}, which the test's proxy resolves to loopback); then a workspace
  * on the built image runs both installed programs, on the namespace level and (where it runs here, TCG) as a microVM's
- * root. The recipe's allowlist is {@code preset:debian} and {@code preset:npm}, which the test's operator settings
+ * root; the built image's ext4, imported as the developer image the way {@code berth setup} does, is then the root of
+ * a namespace workspace that names no image. The recipe's allowlist is {@code preset:debian} and {@code preset:npm}, which the test's operator settings
  * point at the loopback hosts (preset mirrors, as an operator points them at its own mirrors). Prints the build's
  * figures (benchmarks print, tests never assert times).
  */
@@ -207,6 +208,24 @@ class RecipeDebianNpmE2eTest {
         assertEquals("done", onBase.stdout().strip(), onBase.toString());
         engine.closeWorkspace(Tenant.LOCAL, plain, true);
 
+        // the built image's ext4 as the namespace level's developer root, the way berth setup imports the microVM
+        // developer image: a workspace that names no image then runs on it
+        long t3 = System.nanoTime();
+        var developer = engine.images().importBaseDisk(engine.images().rootImage("debian-tools", built.digest()).baseDisk(),
+                dev.berth.engine.image.ImageStore.DEVELOPER, SetupCommand.DEVELOPER_DEFAULTS, "test:debian-tools-ext4",
+                ImportLimits.DEFAULT, l -> { });
+        long developerImportMillis = (System.nanoTime() - t3) / 1_000_000;
+        var onDefault = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, "namespace", SMALL, null, null, null)).workspace();
+        assertEquals("developer", onDefault.image().name(), onDefault.toString());
+        assertEquals(developer.digest(), onDefault.image().digest());
+        RunResult onDev = engine.run(Tenant.LOCAL, new RunRequest(onDefault.id(), "berth-hello && node --version && test ! -d /usr/lib/jvm && echo no-host-usr",
+                null, Map.of(), 120, null, null), OutputListener.NONE);
+        assertEquals(0, onDev.exitCode(), onDev.toString());
+        List<String> devOut = onDev.stdout().strip().lines().toList();
+        assertEquals("hello from the berth-hello Debian package", devOut.get(0), onDev.stdout());
+        assertEquals("no-host-usr", devOut.get(2), onDev.stdout());
+        engine.closeWorkspace(Tenant.LOCAL, onDefault.id(), true);
+
         // the same image as a microVM's root (its ext4 base under the guest's overlay), where that level runs here
         long vmFirstExec = -1;
         if (microvm == null) {
@@ -228,9 +247,10 @@ class RecipeDebianNpmE2eTest {
         System.out.printf("BENCH recipe (deb + npm, namespace): base root assembled from host packages %d ms, imported %d ms"
                         + " (%d MiB files, ext4 %d MiB); build %d ms (built image %d MiB files, ext4 %d MiB, layer %d MiB);"
                         + " open->first exec on the built image %d ms, on the built-in root %d ms; microVM open on the built image"
-                        + " (first: boots its warm base) -> both programs run %d ms%n",
+                        + " (first: boots its warm base) -> both programs run %d ms; its ext4 imported as the developer root"
+                        + " (debugfs rdump, tree, ext4) %d ms%n",
                 assembleMillis, baseMillis, base.treeBytes() >> 20, base.baseDiskBytes() >> 20, buildMillis, built.treeBytes() >> 20,
-                built.baseDiskBytes() >> 20, built.layerBytes() >> 20, customFirstExec, builtInFirstExec, vmFirstExec);
+                built.baseDiskBytes() >> 20, built.layerBytes() >> 20, customFirstExec, builtInFirstExec, vmFirstExec, developerImportMillis);
     }
 
     /** Opens an ephemeral workspace on {@code image}, runs {@code true} in it and closes it: the time to the exec's end. */
