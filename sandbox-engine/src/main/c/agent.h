@@ -131,6 +131,10 @@ int exec_stdin_blocking(int64_t now);
 #include <sys/types.h>
 extern int g_isolate_runs;                       /* --isolate-runs */
 extern const char *g_run_cgroup;                 /* --run-cgroup DIR */
+extern int g_run_as;                             /* --run-as UID:GID given: runs take that uid and gid */
+extern unsigned g_run_uid, g_run_gid;
+int run_as_switch(void);                         /* in a run's process: setgroups/setgid/setuid to --run-as */
+void run_as_own(const char *path);               /* agent-made files belong to the --run-as user (no-op without it) */
 pid_t confine_clone(void);
 void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *arg) __attribute__((noreturn));
 int confine_command(void);

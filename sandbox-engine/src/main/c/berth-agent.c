@@ -420,8 +420,8 @@ static void describe(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: berth-agent --connect unix:PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]]\n"
-            "       berth-agent --device PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]]\n"
+            "usage: berth-agent --connect unix:PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]] [--run-as UID:GID]\n"
+            "       berth-agent --device PATH [--proxy-port P] [--isolate-runs [--run-cgroup DIR]] [--run-as UID:GID]\n"
             "       berth-agent --describe\n");
     exit(2);
 }
@@ -440,6 +440,24 @@ int main(int argc, char **argv) {
             }
             g_mode = MODE_CONNECT;
             g_target = t + 5;
+        } else if (!strcmp(argv[i], "--run-as") && i + 1 < argc) {
+            unsigned long u, g;
+            char *end;
+            const char *v = argv[++i];
+            u = strtoul(v, &end, 10);
+            if (end == v || *end != ':' || u > 0xFFFFFFFEul) {
+                fprintf(stderr, "berth-agent: --run-as wants UID:GID, got '%s'\n", v);
+                return 2;
+            }
+            const char *gs = end + 1;
+            g = strtoul(gs, &end, 10);
+            if (end == gs || *end || g > 0xFFFFFFFEul) {
+                fprintf(stderr, "berth-agent: --run-as wants UID:GID, got '%s'\n", v);
+                return 2;
+            }
+            g_run_as = u != 0 || g != 0; /* 0:0 is what runs are anyway */
+            g_run_uid = (unsigned)u;
+            g_run_gid = (unsigned)g;
         } else if (!strcmp(argv[i], "--isolate-runs")) {
             g_isolate_runs = 1;
         } else if (!strcmp(argv[i], "--run-cgroup") && i + 1 < argc) {
@@ -488,6 +506,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     exec_init();
+    /* the image's user owns the workspace and its home from the first start on (they are empty then); runs write
+     * there as that user */
+    if (g_run_as) {
+        struct stat st;
+        for (const char *d = "/workspace"; d; d = strcmp(d, "/workspace") ? NULL : "/root") {
+            if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0) run_as_own(d);
+        }
+    }
     if (g_isolate_runs) confine_agent();
     confine_remember_args(argc, argv);
     if (proxy_port && tunnel_listen(proxy_port) < 0) return 1;

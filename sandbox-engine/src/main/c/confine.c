@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -44,6 +45,24 @@
 #endif
 
 int g_isolate_runs;
+int g_run_as;
+unsigned g_run_uid, g_run_gid;
+
+/* The image's user (--run-as): the run's groups, gid and uid, all three ids of each. Needs CAP_SETGID and
+ * CAP_SETUID, so a confined run calls it before its capabilities go. */
+int run_as_switch(void) {
+    if (!g_run_as) return 0;
+    gid_t g = (gid_t)g_run_gid;
+    if (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 || setresuid((uid_t)g_run_uid, (uid_t)g_run_uid, (uid_t)g_run_uid) < 0)
+        return -1;
+    return 0;
+}
+
+/* What the agent writes for the host (FILE_WRITE and its parents) is the run user's, as if a run had written it. */
+void run_as_own(const char *path) {
+    if (g_run_as && lchown(path, (uid_t)g_run_uid, (gid_t)g_run_gid) < 0)
+        logmsg("giving %s to %u:%u: %s", path, g_run_uid, g_run_gid, strerror(errno));
+}
 const char *g_run_cgroup; /* --run-cgroup DIR: the cgroup (v2) every run init joins before it forks the command */
 static char *g_args;      /* the agent's argument strings (contiguous), so a run init can retitle itself */
 static size_t g_args_len;
@@ -140,6 +159,9 @@ static int drop_caps(void) {
                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
                   SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0 && errno != EINVAL)
         return -1;
+    /* the image's user, while CAP_SETUID and CAP_SETGID are still effective (the fixup bit keeps them over setuid
+     * where the kernel has it; everything goes just below either way) */
+    if (run_as_switch() < 0) return -1;
     struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
@@ -148,7 +170,7 @@ static int drop_caps(void) {
 
 /* In the command's process, right before exec: nothing the agent had survives into the run. */
 int confine_command(void) {
-    if (!g_isolate_runs) return 0;
+    if (!g_isolate_runs) return run_as_switch();
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
     if (drop_caps() < 0) return -1;
     return install_seccomp();

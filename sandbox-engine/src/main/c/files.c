@@ -96,13 +96,17 @@ static int mkdirs_parent(const char *path) {
         for (char *p = copy + 1; *p; p++) {
             if (*p != '/') continue;
             *p = 0;
-            if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+            if (mkdir(copy, 0755) == 0) {
+                run_as_own(copy);
+            } else if (errno != EEXIST) {
                 free(copy);
                 return -1;
             }
             *p = '/';
         }
-        if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+        if (mkdir(copy, 0755) == 0) {
+            run_as_own(copy);
+        } else if (errno != EEXIST) {
             free(copy);
             return -1;
         }
@@ -143,6 +147,8 @@ static void file_write(uint32_t chan, struct rd *r) {
         send_error(chan, e, "%s: %s", path, strerror(e));
         goto out;
     }
+    if (g_run_as && fchown(fd, (uid_t)g_run_uid, (gid_t)g_run_gid) < 0)
+        logmsg("giving %s to %u:%u: %s", path, g_run_uid, g_run_gid, strerror(errno));
     size_t done = 0;
     while (done < len) {
         ssize_t n = write(fd, data + done, len - done);

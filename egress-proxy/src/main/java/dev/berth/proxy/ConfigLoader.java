@@ -22,6 +22,7 @@ import tools.jackson.databind.json.JsonMapper;
  * <pre>{@code
  * {
  *   "presets": ["npm", "github"],
+ *   "presetMirrors": {"debian": [{"host": "apt.corp.example", "ports": [80]}]},  // preset:debian means the mirror
  *   "allow": [ {"host": "example.com", "ports": [443, 80]}, {"host": "*.corp.example"} ],
  *   "limits": {"maxHeaderBytes": 32768, "headerTimeoutMs": 10000, ...},
  *   "unsafe": {"unsafeAllowLoopbackUpstreams": true},     // tests only; loudly audited
@@ -44,7 +45,7 @@ import tools.jackson.databind.json.JsonMapper;
  * switched on by copy-pasting one key into {@code limits}.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("presets", "allow", "limits", "unsafe", "secrets", "tls", "registryRules", "advisories", "approval");
+    private static final Set<String> TOP = Set.of("presets", "presetMirrors", "allow", "limits", "unsafe", "secrets", "tls", "registryRules", "advisories", "approval");
     private static final Set<String> APPROVAL = Set.of("hosts", "durationsS", "timeoutS");
     private static final Set<String> RULE = Set.of("hosts", "pushRepos", "minReleaseAgeDays", "exempt");
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "fromEnv", "fromFile", "unsafeAllowPlainHttp");
@@ -83,12 +84,28 @@ public final class ConfigLoader {
         checkKeys(root, TOP, "config");
         List<Policy.Entry> entries = new ArrayList<>();
         ProxyConfig.Builder b = ProxyConfig.builder();
+        // the operator's mirrors first: a preset in "presets" (and preset:NAME in any narrowing) then stands for them
+        java.util.Map<String, List<Policy.Entry>> mirrors = new java.util.LinkedHashMap<>();
+        JsonNode mirrorNode = root.get("presetMirrors");
+        if (mirrorNode != null) {
+            if (!mirrorNode.isObject()) throw new ConfigException("\"presetMirrors\" must be an object of preset name -> [{\"host\", \"ports\"}]");
+            for (var m : mirrorNode.properties()) {
+                String where = "presetMirrors." + HostNames.printable(m.getKey());
+                if (Presets.get(m.getKey()) == null) throw new ConfigException(where + ": unknown preset (known: " + Presets.names() + ")");
+                if (!m.getValue().isArray() || m.getValue().isEmpty()) throw new ConfigException(where + " must be a non-empty array of {\"host\", \"ports\"} objects");
+                List<Policy.Entry> hosts = new ArrayList<>();
+                int i = 0;
+                for (JsonNode e : m.getValue().values()) hosts.add(entry(e, where + "[" + i++ + "]"));
+                mirrors.put(m.getKey(), hosts);
+                b.presetMirror(m.getKey(), hosts);
+            }
+        }
         JsonNode presets = root.get("presets");
         if (presets != null) {
             if (!presets.isArray()) throw new ConfigException("\"presets\" must be an array of preset names");
             for (JsonNode p : presets.values()) {
                 if (!p.isString()) throw new ConfigException("\"presets\" entries must be strings, got " + p);
-                List<Policy.Entry> preset = Presets.get(p.stringValue());
+                List<Policy.Entry> preset = mirrors.containsKey(p.stringValue()) ? mirrors.get(p.stringValue()) : Presets.get(p.stringValue());
                 if (preset == null) throw new ConfigException("unknown preset '" + HostNames.printable(p.stringValue()) + "' (known: " + Presets.names() + ")");
                 entries.addAll(preset);
             }

@@ -48,11 +48,20 @@ public final class Policy {
      * @throws IllegalArgumentException with a reason naming the bad entry
      */
     public static Policy of(Collection<String> specs) {
+        return of(specs, java.util.Map.of());
+    }
+
+    /**
+     * As {@link #of(Collection)}, with the operator's preset mirrors: {@code "preset:NAME"} stands for
+     * {@code mirrors.get(NAME)} where the operator pointed that preset at its own mirror hosts (config
+     * {@code presetMirrors}), else for the public hosts the preset names.
+     */
+    public static Policy of(Collection<String> specs, java.util.Map<String, Policy> mirrors) {
         List<Entry> out = new ArrayList<>();
         for (String spec : specs) {
             if (spec.startsWith("preset:")) {
                 String name = spec.substring(7);
-                List<Entry> preset = Presets.get(name);
+                List<Entry> preset = mirrors.containsKey(name) ? mirrors.get(name).entries() : Presets.get(name);
                 if (preset == null) throw new IllegalArgumentException("unknown preset '" + HostNames.printable(name) + "' (known: " + Presets.names() + ")");
                 out.addAll(preset);
                 continue;

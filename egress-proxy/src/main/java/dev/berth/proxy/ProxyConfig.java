@@ -40,6 +40,7 @@ public final class ProxyConfig {
     private final Advisories advisories;
     private final int maxMetadataBytes;
     private final ApprovalSettings approval;
+    private final java.util.Map<String, Policy> presetMirrors;
 
     private ProxyConfig(Builder b) {
         this.ceiling = b.ceiling;
@@ -62,10 +63,16 @@ public final class ProxyConfig {
         this.advisories = b.advisories;
         this.maxMetadataBytes = b.maxMetadataBytes;
         this.approval = b.approval;
+        java.util.Map<String, Policy> mirrors = new java.util.LinkedHashMap<>();
+        b.presetMirrors.forEach((k, v) -> mirrors.put(k, new Policy(v)));
+        this.presetMirrors = java.util.Collections.unmodifiableMap(mirrors);
     }
 
     /** Hosts a human may grant to one workspace for a while (MCP elicitation), and the durations offered. */
     public ApprovalSettings approval() { return approval; }
+
+    /** The operator's mirrors for presets (config {@code presetMirrors}): what {@code preset:NAME} stands for instead of the public hosts. */
+    public java.util.Map<String, Policy> presetMirrors() { return presetMirrors; }
 
     /** The malicious-package advisory feed (OSV) the registry rules enforce; empty by default. */
     public Advisories advisories() { return advisories; }
@@ -141,6 +148,7 @@ public final class ProxyConfig {
         b.advisories = advisories;
         b.maxMetadataBytes = maxMetadataBytes;
         b.approval = approval;
+        presetMirrors.forEach((k, v) -> b.presetMirrors.put(k, v.entries()));
         b.secrets.putAll(secrets);
         b.upstreamTrustFiles = upstreamTrustFiles;
         return b;
@@ -172,6 +180,18 @@ public final class ProxyConfig {
         public Builder maxMetadataBytes(int v) { this.maxMetadataBytes = positive(v, "maxMetadataBytes"); return this; }
         private ApprovalSettings approval = ApprovalSettings.NONE;
         public Builder approval(ApprovalSettings a) { this.approval = Objects.requireNonNull(a); return this; }
+        private final java.util.Map<String, java.util.List<Policy.Entry>> presetMirrors = new java.util.LinkedHashMap<>();
+        /** Points {@code preset:NAME} at the operator's own hosts ({@code specs} as in {@link Policy#of}; an unknown preset is refused). */
+        public Builder presetMirror(String preset, java.util.Collection<String> specs) {
+            return presetMirror(preset, Policy.of(specs).entries());
+        }
+
+        /** Points {@code preset:NAME} at the operator's own hosts (an unknown preset name is refused). */
+        Builder presetMirror(String preset, java.util.List<Policy.Entry> hosts) {
+            if (Presets.get(preset) == null) throw new IllegalArgumentException("unknown preset '" + HostNames.printable(preset) + "' (known: " + Presets.names() + ")");
+            this.presetMirrors.put(preset, java.util.List.copyOf(hosts));
+            return this;
+        }
         public Builder registryRule(RegistryRule r) { this.registryRules.add(Objects.requireNonNull(r)); return this; }
 
         public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }

@@ -104,4 +104,23 @@ class ConfigLoaderTest {
             assertTrue(lines.get(0).contains(f), () -> lines.get(0) + " lacks " + f);
         }
     }
+
+    @Test
+    void presetMirrors_pointAPresetAtTheOperatorsHosts_inTheCeilingAndInEveryNarrowing() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("""
+                {"presetMirrors": {"debian": [{"host": "apt.corp.example", "ports": [80]}]},
+                 "presets": ["debian", "npm"]}
+                """);
+        List<String> d = c.ceiling().describe();
+        assertTrue(d.contains("apt.corp.example:[80]") && d.contains("registry.npmjs.org:[443]"), d.toString());
+        assertFalse(d.toString().contains("deb.debian.org"), d.toString());
+        // a workspace's or recipe's "preset:debian" means the mirror too, and narrows the ceiling to it
+        List<String> narrowed = c.ceiling().narrow(Policy.of(List.of("preset:debian"), c.presetMirrors())).describe();
+        assertEquals(List.of("apt.corp.example:[80]"), narrowed);
+        assertEquals(List.of(), c.ceiling().narrow(Policy.of(List.of("preset:debian"))).describe(), "without the mirrors it names the public hosts");
+        var unknown = assertThrows(ConfigException.class, () -> ConfigLoader.parse("{\"presetMirrors\": {\"debain\": [{\"host\": \"a.example\"}]}}"));
+        assertTrue(unknown.getMessage().contains("presetMirrors.debain: unknown preset"), unknown.getMessage());
+        var empty = assertThrows(ConfigException.class, () -> ConfigLoader.parse("{\"presetMirrors\": {\"npm\": []}}"));
+        assertTrue(empty.getMessage().contains("presetMirrors.npm must be a non-empty array"), empty.getMessage());
+    }
 }

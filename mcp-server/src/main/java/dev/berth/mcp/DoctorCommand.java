@@ -36,8 +36,26 @@ final class DoctorCommand {
                         l.enforced() ? "enforced" : "NOT enforced", l.how());
             }
         }
+        // what a workspace that names no image runs on, per level: the developer image where berth setup imported it
+        // (the levels that would otherwise share the host's /usr), else the level's own
+        java.util.Optional<String> developer;
+        try {
+            developer = new dev.berth.engine.image.ImageStore(opts.home()).digestOf(dev.berth.engine.image.ImageStore.DEVELOPER);
+        } catch (java.io.IOException e) {
+            developer = java.util.Optional.empty();
+        }
         for (IsolationDriver d : Drivers.all(opts)) {
-            if (d.imageId() != null) out.printf("%-10s built-in image %s%n", d.name(), d.imageId());
+            boolean hostRoot = d.name().equals("namespace") || d.name().equals("gvisor");
+            if (hostRoot && developer.isPresent()) {
+                out.printf("%-10s built-in image %s %s (the developer image in the store)%n", d.name(),
+                        dev.berth.engine.image.ImageStore.DEVELOPER, developer.get());
+            } else if (hostRoot) {
+                out.printf("%-10s built-in image %s: FALLBACK, the host's /usr read-only with a curated /etc (no '%s' image"
+                        + " in the store; `berth setup` imports the developer image)%n", d.name(), d.imageId(),
+                        dev.berth.engine.image.ImageStore.DEVELOPER);
+            } else if (d.imageId() != null) {
+                out.printf("%-10s built-in image %s%n", d.name(), d.imageId());
+            }
         }
         try {
             var images = new dev.berth.engine.image.ImageStore(opts.home()).list();

@@ -85,6 +85,6 @@ final class Drivers {
         // The interception CA (for secret-bound hosts only) persists in the home: a persistent workspace that was
         // given its certificate keeps trusting the proxy after a server restart.
         EgressProxy proxy = EgressProxy.builder(cfg).auditSink(trail.egressSink()).caDirectory(opts.home().resolve("ca")).start();
-        return new EgressSettings(proxy, cfg.ceiling(), cfg.secrets());
+        return new EgressSettings(proxy, cfg.ceiling(), cfg.secrets(), cfg.presetMirrors());
     }
 }

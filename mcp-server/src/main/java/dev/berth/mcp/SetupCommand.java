@@ -1,6 +1,9 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.image.ImageException;
+import dev.berth.engine.image.ImageStore;
+import dev.berth.engine.image.ImportLimits;
 import dev.berth.engine.microvm.ImageBuilder;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -12,7 +15,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code berth setup}: installs the {@code berth} launcher ({@link LauncherCommand}), the Debian packages the drivers need (when root and missing) and prepares the Berth
- * home (agent binary) and the microVM guest images (test, and developer unless {@code --microvm-image test}).
+ * home (agent binary) and the microVM guest images (test, and developer unless {@code --microvm-image test}); the
+ * developer image's files are imported into the image store as {@code developer}, the namespace and gVisor levels'
+ * root when a workspace names no image (instead of the host's {@code /usr}).
  * Idempotent: a second run only checks.
  */
 final class SetupCommand {
@@ -26,6 +31,10 @@ final class SetupCommand {
             List.of("debootstrap", "/usr/sbin/debootstrap"),
             List.of("e2fsprogs", "/sbin/mkfs.ext4"),
             List.of("runsc", "/usr/bin/runsc"));
+
+    /** Run defaults of the developer image in the store: Debian's PATH (its files set nothing else). */
+    static final java.util.Map<String, Object> DEVELOPER_DEFAULTS = java.util.Map.of("Env",
+            List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 
     private SetupCommand() {}
 
@@ -60,6 +69,18 @@ final class SetupCommand {
                 dev = images.buildDeveloperImage();
             }
             out.println("microvm developer image: " + dev.id() + " (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
+            // the same files as the namespace and gVisor levels' root (instead of the host's /usr), in the image store
+            t0 = System.nanoTime();
+            try {
+                var rec = new ImageStore(opts.home()).importBaseDisk(dev.baseDisk(),
+                        ImageStore.DEVELOPER, DEVELOPER_DEFAULTS, "microvm-developer-image:" + dev.id(),
+                        ImportLimits.DEFAULT, out::println);
+                out.println("namespace/gvisor root: image " + ImageStore.DEVELOPER + " " + rec.digest()
+                        + " (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
+            } catch (ImageException e) {
+                out.println("importing the developer image as the namespace/gvisor root failed: " + e.getMessage()
+                        + " (those levels keep the host's /usr)");
+            }
         }
         out.println("home: " + opts.home());
         return DoctorCommand.run(opts, out);

@@ -129,4 +129,47 @@ class ImagesE2eTest {
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }
+
+    /**
+     * Issue 12 item 4: without a developer image in the store the namespace level's root is the host's /usr, and
+     * {@code berth doctor} says it is the fallback; with one (imported from an ext4 root the way {@code berth setup}
+     * imports the microVM developer image), doctor names it with its digest and a workspace that names no image runs
+     * on it, its result naming it.
+     */
+    @Test
+    void namespaceRoot_isTheDeveloperImageOnceImported_andDoctorNamesItOrTheFallback() throws Exception {
+        assumeTrue(OciFixture.missingTools() == null, OciFixture::missingTools);
+        Path dir = Files.createTempDirectory("berth-devroot-e2e-");
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path home = Files.createDirectories(dir.resolve("home"));
+        try (OciFixture oci = new OciFixture(Files.createDirectories(dir.resolve("oci")))) {
+            Cli before = berth(home, "doctor");
+            assertTrue(before.out().contains("namespace  built-in image host-usr+") && before.out().contains("FALLBACK, the host's /usr"),
+                    before.out());
+            // the developer image's form as berth setup hands it over: an ext4 root filesystem
+            assertEquals(0, berth(home, "image", "import", oci.busyboxLayout() + ":" + OciFixture.TAG, "--name", "tiny").exit());
+            var store = new dev.berth.engine.image.ImageStore(home);
+            Path tree = store.rootImage("tiny", store.digestOf("tiny").orElseThrow()).rootTree();
+            Path ext4 = dir.resolve("developer.ext4");
+            Process mkfs = new ProcessBuilder("mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-d", tree.toString(), ext4.toString(), "64M")
+                    .redirectErrorStream(true).start();
+            assertEquals(0, mkfs.waitFor(), new String(mkfs.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            var developer = store.importBaseDisk(ext4, dev.berth.engine.image.ImageStore.DEVELOPER, SetupCommand.DEVELOPER_DEFAULTS,
+                    "microvm-developer-image:test", dev.berth.engine.image.ImportLimits.DEFAULT, l -> { });
+            Cli after = berth(home, "doctor");
+            assertTrue(after.out().contains("namespace  built-in image developer " + developer.digest() + " (the developer image in the store)"),
+                    after.out());
+            try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
+                mcp.connect();
+                JsonNode ws = mcp.ok("open_workspace", Map.of());
+                SchemaCheck.assertValid("open_workspace", ws);
+                assertEquals("developer", ws.path("image").path("name").asString(), ws.toString());
+                assertEquals(developer.digest(), ws.path("image").path("digest").asString(), ws.toString());
+                JsonNode r = mcp.ok("run", Map.of("workspace", ws.path("workspace").asString(), "command", "cat /etc/os-release"));
+                assertEquals("ID=" + OciFixture.MARKER, r.path("stdout").asString().strip(), r.toString());
+            }
+        } finally {
+            dev.berth.engine.spi.Trees.delete(dir);
+        }
+    }
 }

@@ -28,8 +28,15 @@ final class VerdaccioRegistry implements AutoCloseable {
     static final Path DIR = Path.of(System.getProperty("berth.verdaccio.dir", "src/test/verdaccio")).toAbsolutePath();
     static final Path BIN = DIR.resolve("node_modules/verdaccio/bin/verdaccio");
 
-    /** One version to lay into storage: its publish time and extra package.json fields (scripts, dependencies; %PORT% is the registry's port). */
-    record Version(String name, String version, Instant published, Map<String, Object> extra) {}
+    /**
+     * One version to lay into storage: its publish time, extra package.json fields (scripts, dependencies, bin;
+     * %PORT% is the registry's port) and extra files of the package (path -> content; index.js is written otherwise).
+     */
+    record Version(String name, String version, Instant published, Map<String, Object> extra, Map<String, String> files) {
+        Version(String name, String version, Instant published, Map<String, Object> extra) {
+            this(name, version, published, extra, Map.of());
+        }
+    }
 
     final Path dir;
     final int port;
@@ -48,6 +55,14 @@ final class VerdaccioRegistry implements AutoCloseable {
     }
 
     static VerdaccioRegistry start(Path dir, Path cert, Path key, List<Version> versions) throws Exception {
+        return start(dir, cert, key, "localhost", versions);
+    }
+
+    /**
+     * Like {@link #start(Path, Path, Path, List)}; {@code cert} null: plain HTTP. {@code host} is the name clients
+     * reach it by (tarball URLs name it).
+     */
+    static VerdaccioRegistry start(Path dir, Path cert, Path key, String host, List<Version> versions) throws Exception {
         requireInstalled();
         Path storage = Files.createDirectories(dir.resolve("storage"));
         int port;
@@ -56,7 +71,8 @@ final class VerdaccioRegistry implements AutoCloseable {
         }
         Map<String, List<Version>> byName = new LinkedHashMap<>();
         for (Version v : versions) byName.computeIfAbsent(v.name(), k -> new java.util.ArrayList<>()).add(v);
-        for (var e : byName.entrySet()) lay(dir, storage, port, e.getKey(), e.getValue());
+        String base = (cert == null ? "http://" : "https://") + host + ":" + port;
+        for (var e : byName.entrySet()) lay(dir, storage, port, base, e.getKey(), e.getValue());
         Files.writeString(dir.resolve("config.yaml"), """
                 storage: %s
                 auth:
@@ -69,13 +85,12 @@ final class VerdaccioRegistry implements AutoCloseable {
                     access: $all
                     publish: $all
                     unpublish: $all
-                https:
-                  key: %s
-                  cert: %s
+                %s
                 log: { type: stdout, format: pretty, level: warn }
-                """.formatted(storage, dir.resolve("htpasswd"), key, cert));
+                """.formatted(storage, dir.resolve("htpasswd"), cert == null ? ""
+                        : "https:\n  key: " + key + "\n  cert: " + cert));
         ProcessBuilder pb = new ProcessBuilder("node", BIN.toString(), "--config", dir.resolve("config.yaml").toString(),
-                "--listen", "https://127.0.0.1:" + port).directory(dir.toFile()).redirectErrorStream(true)
+                "--listen", (cert == null ? "http" : "https") + "://127.0.0.1:" + port).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("verdaccio.log").toFile());
         pb.environment().put("HOME", dir.toString());
         Process p = pb.start();
@@ -96,7 +111,7 @@ final class VerdaccioRegistry implements AutoCloseable {
     }
 
     /** Writes one package (all its versions) into Verdaccio's local storage. */
-    private static void lay(Path dir, Path storage, int port, String name, List<Version> versions) throws Exception {
+    private static void lay(Path dir, Path storage, int port, String base, String name, List<Version> versions) throws Exception {
         Path pkgDir = Files.createDirectories(storage.resolve(name));
         ObjectNode doc = McpBridge.JSON.createObjectNode();
         doc.put("name", name);
@@ -121,6 +136,7 @@ final class VerdaccioRegistry implements AutoCloseable {
             pj = McpBridge.JSON.readValue(McpBridge.JSON.writeValueAsString(pj).replace("%PORT%", String.valueOf(port)), LinkedHashMap.class);
             Files.writeString(src.resolve("package.json"), McpBridge.JSON.writeValueAsString(pj));
             Files.writeString(src.resolve("index.js"), "module.exports = " + McpBridge.JSON.writeValueAsString(name + "@" + v.version()) + ";\n");
+            for (var f : v.files().entrySet()) Files.writeString(Files.createDirectories(src.resolve(f.getKey()).getParent()).resolve(src.resolve(f.getKey()).getFileName()), f.getValue());
             String file = name + "-" + v.version() + ".tgz";
             Path tgz = pkgDir.resolve(file);
             Process tar = new ProcessBuilder("tar", "czf", tgz.toString(), "-C", src.getParent().toString(), "package")
@@ -133,7 +149,7 @@ final class VerdaccioRegistry implements AutoCloseable {
             ObjectNode manifest = McpBridge.JSON.valueToTree(pj);
             manifest.put("_id", name + "@" + v.version());
             ObjectNode dist = manifest.putObject("dist");
-            dist.put("tarball", "https://localhost:" + port + "/" + name + "/-/" + file);
+            dist.put("tarball", base + "/" + name + "/-/" + file);
             dist.put("shasum", shasum);
             dist.put("integrity", integrity);
             vs.set(v.version(), manifest);

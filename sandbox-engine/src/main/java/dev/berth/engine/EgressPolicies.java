@@ -11,13 +11,16 @@ final class EgressPolicies {
     /** The operator's ceiling narrowed by {@code requested} (null = the whole ceiling). */
     static Policy forWorkspace(EngineConfig config, List<String> requested) throws EngineException {
         Policy ceiling = config.egress() == null ? Policy.denyAll() : config.egress().ceiling();
-        return requested == null ? ceiling : ceiling.narrow(parse(requested));
+        return requested == null ? ceiling : ceiling.narrow(parse(config, requested));
     }
 
-    /** Allowlist entries as a policy, or INVALID_ARGUMENT naming the bad entry. */
-    static Policy parse(List<String> entries) throws EngineException {
+    /**
+     * Allowlist entries as a policy ({@code preset:NAME} standing for the operator's mirror of it where there is one),
+     * or INVALID_ARGUMENT naming the bad entry.
+     */
+    static Policy parse(EngineConfig config, List<String> entries) throws EngineException {
         try {
-            return Policy.of(entries);
+            return Policy.of(entries, config.egress() == null ? java.util.Map.of() : config.egress().presetMirrors());
         } catch (IllegalArgumentException e) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "egress: " + e.getMessage());
         }

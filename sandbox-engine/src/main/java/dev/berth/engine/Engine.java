@@ -189,7 +189,7 @@ public final class Engine implements AutoCloseable {
 
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
-        Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(req.egress());
+        Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             String runId = Ids.next("run-");
             Instant startedAt = Instant.now();
@@ -235,7 +235,7 @@ public final class Engine implements AutoCloseable {
 
     /** Starts a command in the background and returns at once; read its output with {@link #process}. */
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
-        Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(req.egress());
+        Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
             synchronized (ws.processes) {
                 ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);

@@ -64,7 +64,13 @@ final class EngineEvidence implements AutoCloseable {
         trail.bindWorkspace(ws.id, ws.tenant);
     }
 
+    /**
+     * What the workspace runs on, for the audit log and receipts: {@code NAME@sha256:...} for an image from the store
+     * (the digest it was opened with), else the driver's own image id.
+     */
     String imageId(Workspace ws) {
+        ImageRef image = ws.image;
+        if (image != null) return image.name() + "@" + image.digest();
         return imageIds.computeIfAbsent(ws.driver.name(), n -> String.valueOf(ws.driver.imageId()));
     }
 

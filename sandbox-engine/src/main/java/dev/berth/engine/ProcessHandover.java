@@ -66,7 +66,7 @@ final class ProcessHandover {
      * the same ids, suspended until {@link #reattachAll}. Their egress is the run's narrowing as asked for; secret
      * placeholders minted for them died with the previous server and are not honoured any more.
      */
-    static void restore(Workspace ws, List<Store.ProcessRecord> records) {
+    static void restore(EngineConfig config, Workspace ws, List<Store.ProcessRecord> records) {
         if (records == null) return;
         for (Store.ProcessRecord r : records) {
             if (r == null || r.id() == null || r.run() == null || r.command() == null || r.startedAt() == null) continue;
@@ -80,7 +80,7 @@ final class ProcessHandover {
             dev.berth.proxy.Policy narrowing = null;
             if (r.egress() != null) {
                 try {
-                    narrowing = EgressPolicies.parse(r.egress());
+                    narrowing = EgressPolicies.parse(config, r.egress());
                 } catch (EngineException e) {
                     narrowing = dev.berth.proxy.Policy.denyAll(); // no longer parses: nothing rather than too much
                 }

@@ -107,7 +107,7 @@ final class Recovery {
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);
         registry.add(ws);
         // background processes the last server left in the VM's memory: tracked again, re-attached once it runs
-        if (initial != WorkspaceState.DAMAGED && driver.capabilities().parkKeepsMemory()) ProcessHandover.restore(ws, rec.processes());
+        if (initial != WorkspaceState.DAMAGED && driver.capabilities().parkKeepsMemory()) ProcessHandover.restore(config, ws, rec.processes());
         if (rec.state().equals("running")) adoptOrPark(ws, lost); // it was running when the last server died
         else if (rec.processes() != null && !savedMemory(ws)) {
             forgetRestored(ws, "ended: the workspace's memory was not kept");

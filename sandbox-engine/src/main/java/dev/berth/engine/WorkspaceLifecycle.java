@@ -409,6 +409,25 @@ final class WorkspaceLifecycle {
 
     private record ImageChoice(ImageRef ref, dev.berth.engine.image.ImageRecord record) {}
 
+    /** The levels whose own root is the host's {@code /usr} (read-only, with a curated {@code /etc}). */
+    static final java.util.List<String> HOST_ROOT_LEVELS = java.util.List.of("namespace", "gvisor");
+
+    /**
+     * The level's built-in image as a store name: on the levels whose own root is the host's {@code /usr}, the
+     * developer image {@code berth setup} imported ({@link dev.berth.engine.image.ImageStore#DEVELOPER}; open to every
+     * tenant, like the level's own root); null: the driver's own root (the microVM level's own image, or the host's
+     * {@code /usr} where no developer image was imported: results then say {@code built-in} with the driver's id,
+     * {@code host-usr+...}).
+     */
+    private String builtInImage(IsolationDriver driver) throws EngineException {
+        if (!HOST_ROOT_LEVELS.contains(driver.name())) return null;
+        try {
+            return images.digestOf(dev.berth.engine.image.ImageStore.DEVELOPER).isPresent() ? dev.berth.engine.image.ImageStore.DEVELOPER : null;
+        } catch (IOException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
+        }
+    }
+
     /**
      * The image a new workspace runs on: a fork keeps its snapshot's; otherwise the one named (resolved to its digest
      * now, so that renaming the image later never changes the workspace), on a driver that can open images.
@@ -433,10 +452,16 @@ final class WorkspaceLifecycle {
                 } catch (IOException e) {
                     throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
                 }
-                if (dflt.isEmpty() || !dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
-                name = dflt.get();
+                if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
+                if (dflt.isEmpty()) {
+                    name = builtInImage(driver);
+                    if (name == null) return null;
+                } else {
+                    name = dflt.get();
+                }
             } else if (name.equals(ImageRef.BUILT_IN)) {
-                return null;
+                name = builtInImage(driver);
+                if (name == null) return null;
             } else if (!tenant.mayImage(name)) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "tenant '" + tenant.id() + "' is not granted image '" + name
                         + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))

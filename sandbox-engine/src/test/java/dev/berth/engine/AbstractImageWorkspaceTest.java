@@ -140,4 +140,36 @@ public abstract class AbstractImageWorkspaceTest {
         assertEquals(EngineException.Kind.NOT_FOUND, e.kind());
         assertTrue(e.getMessage().contains("no image named 'no-such-image' (images: [tiny"), e.getMessage());
     }
+
+    /** The image config's User on every level: runs are that user, and own the workspace and what the tool writes. */
+    @Test
+    void imageUser_runsAsThatUser_resolvedThroughTheImagesPasswd_andAnUnknownUserIsRefusedAtImport() throws Exception {
+        var fixture = new dev.berth.engine.image.OciFixture(home.resolve("oci-user"));
+        Path layout = fixture.busyboxLayout(null, "app");
+        var limits = dev.berth.engine.image.ImportLimits.DEFAULT;
+        assertEquals("app", engine.images().importFrom(layout + ":v1", "as-app", limits, l -> { }).user());
+        try {
+            asApp();
+        } finally {
+            engine.images().remove("as-app", java.util.Map.of());
+        }
+
+        var ghost = new dev.berth.engine.image.OciFixture(home.resolve("oci-ghost"));
+        Path ghostLayout = ghost.busyboxLayout(null, "ghost");
+        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.berth.engine.image.ImageException.class,
+                () -> engine.images().importFrom(ghostLayout + ":v1", "ghost", limits, l -> { }));
+        assertTrue(e.getMessage().contains("no user 'ghost' in the image's /etc/passwd"), e.getMessage());
+        assertTrue(engine.images().digestOf("ghost").isEmpty());
+    }
+
+    private void asApp() throws Exception {
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "as-app")).workspace().id();
+        engine.writeFile(Tenant.LOCAL, ws, "from-host/f.txt", "written by the tool\n".getBytes(java.nio.charset.StandardCharsets.UTF_8), false, null);
+        RunResult r = run(ws, "id -u; id -g; id -un; echo mine > /workspace/by-app && stat -c '%u:%g' /workspace/by-app; echo x > /root/x && echo home-writable;"
+                + " stat -c '%u:%g' /workspace/from-host /workspace/from-host/f.txt; echo more >> /workspace/from-host/f.txt && echo tool-file-writable");
+        assertEquals(0, r.exitCode(), r.stderr());
+        assertEquals(java.util.List.of("1234", "2345", "app", "1234:2345", "home-writable", "1234:2345", "1234:2345", "tool-file-writable"),
+                r.stdout().strip().lines().toList(), r.toString());
+        engine.closeWorkspace(Tenant.LOCAL, ws, true);
+    }
 }

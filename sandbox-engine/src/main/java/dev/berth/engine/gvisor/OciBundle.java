@@ -70,7 +70,15 @@ final class OciBundle {
 
         List<String> args = new ArrayList<>(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock", "--isolate-runs"));
         if (req.proxyPort() > 0) args.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
+        var runAs = req.image() == null ? null : req.image().runAs();
         List<String> caps = List.of("CAP_SYS_ADMIN", "CAP_SETPCAP");
+        if (runAs != null) {
+            // the image's User: the agent switches each run to it (and gives it /workspace, /root and what it writes)
+            args.addAll(List.of("--run-as", Integer.toUnsignedString(runAs.uid()) + ":" + Integer.toUnsignedString(runAs.gid())));
+            // the agent, still root, writes into what the user owns (DAC_OVERRIDE) and gives it what it makes (CHOWN);
+            // runs drop every capability as before
+            caps = List.of("CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE");
+        }
         Map<String, Object> process = new LinkedHashMap<>();
         process.put("terminal", false);
         process.put("user", Map.of("uid", 0, "gid", 0));

@@ -1,5 +1,6 @@
 package dev.berth.engine.image;
 
+import dev.berth.engine.host.HostCommand;
 import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.RootImage;
 import dev.berth.engine.spi.Trees;
@@ -49,6 +50,11 @@ public final class ImageStore {
     static final int NAMES_VERSION = 1;
     /** The levels that can open an imported image. */
     public static final List<String> DRIVERS = List.of("namespace", "gvisor", "microvm");
+    /**
+     * The name {@code berth setup} imports the microVM developer image under ({@link #importBaseDisk}): the root the
+     * levels that otherwise share the host's {@code /usr} (namespace, gVisor) run on when no image is named.
+     */
+    public static final String DEVELOPER = "developer";
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -211,6 +217,42 @@ public final class ImageStore {
                                   String buildLog, ImportLimits limits, Consumer<String> progress) throws ImageException, IOException {
         return importWith(name, limits, progress, scratch -> OciSource.layout(TreeLayout.write(tree, scratch.resolve("layout"),
                 architecture, defaults), null), origin, buildLog == null ? Map.of() : Map.of(BUILD_LOG, buildLog));
+    }
+
+    /**
+     * Makes an ext4 root filesystem (the microVM developer image's {@code base.ext4}) an image under {@code name}: its
+     * files are read with {@code debugfs rdump} (owners, modes and links kept; no mount, no loop device; device nodes
+     * and FIFOs are not copied) into a scratch tree, which is then imported like a recipe's result
+     * ({@link #importTree}). When {@code name} already points at an image of the same {@code origin} (which names the
+     * disk's content, e.g. the developer image's content-derived id), that image is returned and nothing is read.
+     */
+    public ImageRecord importBaseDisk(Path ext4, String name, Map<String, Object> defaults, String origin,
+                                      ImportLimits limits, Consumer<String> progress) throws ImageException, IOException {
+        checkName(name);
+        Optional<String> have = digestOf(name);
+        Optional<ImageRecord> rec = have.isPresent() ? byDigest(have.get()) : Optional.empty();
+        if (rec.isPresent() && origin.equals(rec.get().origin())) {
+            progress.accept("image " + name + " = " + rec.get().digest() + " is " + origin + " already");
+            return rec.get();
+        }
+        if (!Files.isRegularFile(ext4)) throw new ImageException(ext4 + " is not a file (an ext4 filesystem image)");
+        Files.createDirectories(dir);
+        traverseOnly(dir);
+        Path scratch = Files.createTempDirectory(dir, ".import-" + ProcessHandle.current().pid() + "-disk-");
+        try {
+            Path tree = scratch.resolve("rootfs");
+            Files.createDirectory(tree);
+            if (tree.toString().contains("\"") || tree.toString().contains("\n")) throw new ImageException("unusable path " + tree);
+            progress.accept("reading the files of " + ext4 + " (debugfs rdump)");
+            HostCommand.exec("debugfs", "-R", "rdump / \"" + tree + "\"", ext4.toString());
+            Trees.delete(tree.resolve("lost+found"));
+            try (var s = Files.list(tree)) {
+                if (s.findAny().isEmpty()) throw new ImageException("no files could be read from " + ext4 + " (not an ext4 filesystem?)");
+            }
+            return importTree(tree, name, OciSource.hostArchitecture(), defaults, origin, null, limits, progress);
+        } finally {
+            Trees.delete(scratch);
+        }
     }
 
     /** The build log kept with an image built from a recipe, or empty. */

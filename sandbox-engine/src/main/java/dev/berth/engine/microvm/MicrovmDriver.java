@@ -262,9 +262,11 @@ public final class MicrovmDriver implements IsolationDriver {
         if (r.vcpus() < 1 || r.vcpus() > 64) throw new IOException("vcpus must be 1..64, not " + r.vcpus());
         if (r.diskMiB() < 16) throw new IOException("disk must be at least 16 MiB, not " + r.diskMiB());
         GuestImage img = imageFor(req);
+        var runAs = req.image() == null ? null : req.image().runAs();
         VmSpec spec = new VmSpec(img.id(), img.kernel().toString(), img.initramfs().toString(),
                 img.baseDisk() == null ? null : img.baseDisk().toString(), r.memoryMiB(), r.vcpus(),
-                "ram", true, null, req.proxyPort());
+                "ram", true, null, req.proxyPort(), null,
+                runAs == null ? null : Integer.toUnsignedString(runAs.uid()) + ":" + Integer.toUnsignedString(runAs.gid()));
         Path disk = req.stateDir().resolve(QemuMachine.DATA_DISK);
         createDataDisk(disk, r.diskMiB());
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));

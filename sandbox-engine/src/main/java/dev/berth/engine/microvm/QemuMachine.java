@@ -80,6 +80,8 @@ final class QemuMachine implements AutoCloseable {
         StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=" + (initOnFree() ? 1 : 0));
         if (!accel.kvm() && accel.tscKhz() > 0) cmdline.append(" tsc_early_khz=").append(accel.tscKhz());
         cmdline.append(" berth.proxy_port=").append(spec.proxyPort());
+        // the image's User: the guest's init hands it to the agent (--run-as), which runs every command as it
+        if (spec.runAs() != null && spec.runAs().matches("[0-9]{1,10}:[0-9]{1,10}")) cmdline.append(" berth.run_as=").append(spec.runAs());
         // benchmarks only: the guest's init starts the agent without confined runs (run("true") before/after)
         if (MicrovmDriver.unsafeUnconfinedRuns()) cmdline.append(" berth.unsafe_unconfined_runs=1");
         a.add("-append"); a.add(cmdline.toString());

@@ -23,13 +23,16 @@ import tools.jackson.databind.json.JsonMapper;
  * @param disk      a snapshot's disk: its top layer ({@code layers/d-<id>.qcow2}, see {@link DiskLayers}), or
  *                  {@code null}: {@code data.qcow2} in the same directory (a workspace's own disk; a snapshot
  *                  written before layers)
+ * @param runAs     {@code UID:GID} the image config's {@code User} resolved to (the guest's agent runs every command
+ *                  as it: kernel command line {@code berth.run_as}), or {@code null}: root. A spec written before it
+ *                  has none
  */
 record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, int memoryMiB, int vcpus,
-              String memPath, boolean memShared, String stateFile, int proxyPort, String disk) {
+              String memPath, boolean memShared, String stateFile, int proxyPort, String disk, String runAs) {
 
     VmSpec(String imageId, String kernel, String initramfs, String baseDisk, int memoryMiB, int vcpus,
            String memPath, boolean memShared, String stateFile, int proxyPort) {
-        this(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, null);
+        this(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, null, null);
     }
 
     static final String WORKSPACE_FILE = "vm.json";
@@ -45,15 +48,15 @@ record VmSpec(String imageId, String kernel, String initramfs, String baseDisk, 
     private static final ObjectMapper JSON = JsonMapper.builder().build();
 
     VmSpec withState(String state) {
-        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, state, proxyPort, disk);
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, state, proxyPort, disk, runAs);
     }
 
     VmSpec withDisk(String layer) {
-        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, layer);
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, memPath, memShared, stateFile, proxyPort, layer, runAs);
     }
 
     VmSpec withMemory(String path, boolean shared) {
-        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort, disk);
+        return new VmSpec(imageId, kernel, initramfs, baseDisk, memoryMiB, vcpus, path, shared, stateFile, proxyPort, disk, runAs);
     }
 
     /**

@@ -13,7 +13,8 @@ import java.util.Objects;
  * @param rootTree read-only root directory tree (namespace driver: entered read-only, the workspace's layer on top)
  * @param baseDisk read-only ext4 filesystem of the same tree (microVM driver: lower layer of the guest's overlay)
  * @param runAs    the user the image config's {@code User} names, resolved through the image's {@code /etc/passwd};
- *                 null: root. Applied by the namespace driver only (see sandbox-engine/DESIGN.md, Images)
+ *                 null: root. Applied by every driver (namespace: the sandbox's uid mapping; microVM and gVisor: the
+ *                 guest agent's {@code --run-as}; see sandbox-engine/DESIGN.md, Images)
  * @param writable a recipe build's root: {@code rootTree} is a scratch copy the sandbox enters writable, and its
  *                 writes land in it (no seeded writable directories over it). Only the namespace driver is handed
  *                 one (the engine opens builds on that level only)

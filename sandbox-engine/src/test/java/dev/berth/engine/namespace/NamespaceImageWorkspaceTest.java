@@ -37,27 +37,6 @@ class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
     }
 
     @Test
-    void imageUser_runsAsThatUser_resolvedThroughTheImagesPasswd_andAnUnknownUserIsRefusedAtImport() throws Exception {
-        var fixture = new dev.berth.engine.image.OciFixture(home.resolve("oci-user"));
-        Path layout = fixture.busyboxLayout(null, "app");
-        var limits = dev.berth.engine.image.ImportLimits.DEFAULT;
-        assertEquals("app", engine.images().importFrom(layout + ":v1", "as-app", limits, l -> { }).user());
-        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "as-app")).workspace().id();
-        RunResult r = run(ws, "id -u; id -g; id -un; echo mine > /workspace/by-app && stat -c '%u:%g' /workspace/by-app; echo x > /root/x && echo home-writable");
-        assertEquals(0, r.exitCode(), r.stderr());
-        assertEquals(java.util.List.of("1234", "2345", "app", "1234:2345", "home-writable"), r.stdout().strip().lines().toList());
-        engine.closeWorkspace(Tenant.LOCAL, ws, true);
-
-        var ghost = new dev.berth.engine.image.OciFixture(home.resolve("oci-ghost"));
-        Path ghostLayout = ghost.busyboxLayout(null, "ghost");
-        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.berth.engine.image.ImageException.class,
-                () -> engine.images().importFrom(ghostLayout + ":v1", "ghost", limits, l -> { }));
-        assertTrue(e.getMessage().contains("no user 'ghost' in the image's /etc/passwd"), e.getMessage());
-        assertTrue(engine.images().digestOf("ghost").isEmpty());
-        engine.images().remove("as-app", java.util.Map.of());
-    }
-
-    @Test
     void recipeBuild_runsItsStepsInAWorkspace_streamsProgress_keepsTheLog_andTheImageOpens() throws Exception {
         var recipe = dev.berth.engine.image.Recipe.parse("""
                 {"berth_recipe": 1, "base": "tiny", "allow": [],
@@ -106,6 +85,48 @@ class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
             assertEquals(java.util.List.of(), left.map(p -> p.getFileName().toString()).filter(f -> f.startsWith(".build-")).toList());
         }
         assertEquals(workspacesBefore, engine.list(Tenant.LOCAL).stream().map(w -> w.id()).toList(), "the build's workspace is gone");
+    }
+
+    @Test
+    void developerImageInTheStore_isTheLevelsRoot_elseTheHostUsrFallbackSaysSo() throws Exception {
+        // no developer image: the host's /usr, and the result says so (built-in, host-usr+...)
+        var onHost = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
+        assertEquals("built-in", onHost.image().name());
+        assertTrue(onHost.image().digest().startsWith("host-usr+"), onHost.image().toString());
+        assertEquals("host", run(onHost.id(), "test -d /usr/lib/jvm && echo host").stdout().strip());
+        engine.closeWorkspace(Tenant.LOCAL, onHost.id(), true);
+
+        // an ext4 root filesystem (what berth setup hands over: the microVM developer image's base.ext4), made from a
+        // tree of the test's own, imported under the developer name; a second import of the same origin reads nothing
+        Path tree = home.resolve("dev-root");
+        dev.berth.engine.host.Layout.copyTree(engine.images().rootImage("tiny", image.digest()).rootTree(), tree);
+        java.nio.file.Files.writeString(tree.resolve("etc/os-release"), "ID=berth-developer-test\n");
+        Path ext4 = home.resolve("developer.ext4");
+        dev.berth.engine.host.HostCommand.exec("mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-d", tree.toString(), ext4.toString(), "64M");
+        var store = engine.images();
+        var imported = store.importBaseDisk(ext4, dev.berth.engine.image.ImageStore.DEVELOPER,
+                java.util.Map.of("Env", java.util.List.of("PATH=/bin")), "test:developer-1", dev.berth.engine.image.ImportLimits.DEFAULT, l -> { });
+        java.util.List<String> again = new java.util.ArrayList<>();
+        assertEquals(imported.digest(), store.importBaseDisk(ext4, "developer", java.util.Map.of(), "test:developer-1",
+                dev.berth.engine.image.ImportLimits.DEFAULT, again::add).digest());
+        assertEquals(java.util.List.of("image developer = " + imported.digest() + " is test:developer-1 already"), again);
+        try {
+            var ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
+            assertEquals(new dev.berth.engine.ImageRef("developer", imported.digest()), ws.image());
+            RunResult r = run(ws.id(), "cat /etc/os-release; test -d /usr/lib/jvm && echo host-visible; echo end");
+            assertEquals("ID=berth-developer-test\nend", r.stdout().strip(), r.toString());
+            assertEquals("developer@" + imported.digest(), r.receipt().get("image"), r.receipt().toString());
+            // asking for the level's own image is asking for the developer image; a tenant granted nothing opens it too
+            var explicit = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, "built-in")).workspace();
+            assertEquals("developer", explicit.image().name());
+            Tenant none = new Tenant("nobody", Tenant.Quota.UNLIMITED, java.util.Set.of(), null, java.util.Set.of());
+            var theirs = engine.open(none, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
+            assertEquals("developer", theirs.image().name());
+            for (var w : java.util.List.of(ws, explicit)) engine.closeWorkspace(Tenant.LOCAL, w.id(), true);
+            engine.closeWorkspace(none, theirs.id(), true);
+        } finally {
+            engine.removeImage("developer");
+        }
     }
 
     @Test
