@@ -206,6 +206,8 @@ public final class Engine implements AutoCloseable {
                 throw e;
             } finally {
                 ws.journal.ended(runId);
+                // what the run wrote goes to disk now, off every request's path, not in a later snapshot
+                ws.flushed = sandbox.flushInBackground();
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
@@ -376,6 +378,11 @@ public final class Engine implements AutoCloseable {
 
     public List<WorkspaceInfo> list(Tenant tenant) {
         return registry.of(tenant).stream().map(Workspace::info).sorted(Comparator.comparing(WorkspaceInfo::createdAt)).toList();
+    }
+
+    /** Completes when the background write-out asked for at the end of the workspace's last run has ended (benchmarks, tests). */
+    java.util.concurrent.CompletableFuture<Void> flushed(Tenant tenant, String ref) throws EngineException {
+        return registry.resolve(tenant, ref).flushed;
     }
 
     public WorkspaceInfo info(Tenant tenant, String ref) throws EngineException {

@@ -64,6 +64,8 @@ final class Workspace {
     Sandbox sandbox;
     int activeRuns;
     volatile Instant lastUsedAt;
+    /** The background write-out asked for when the last run ended ({@link dev.berth.engine.spi.Sandbox#flushInBackground}). */
+    volatile java.util.concurrent.CompletableFuture<Void> flushed = java.util.concurrent.CompletableFuture.completedFuture(null);
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
