@@ -176,6 +176,15 @@ public final class BtrfsPool {
             throw new IOException("btrfs filesystem usage printed no Used: line for " + mountPoint());
         }
 
+        /**
+         * Waits until every subvolume deleted so far is dropped (btrfs drops a deleted subvolume's tree in the
+         * background, for seconds after a large one; benchmarks wait here so one measurement does not pay for the
+         * previous one's clean-up).
+         */
+        public void awaitDropped() throws IOException {
+            HostCommand.exec("btrfs", "subvolume", "sync", mountPoint().toString());
+        }
+
         /** The names of the subvolumes in the pool. */
         public List<String> names() throws IOException {
             try (var s = Files.list(layers())) {
