@@ -275,6 +275,10 @@ public final class Engine implements AutoCloseable {
                 ws.journal.ended(runId);
                 // what the run wrote goes to disk now, off every request's path, not in a later snapshot
                 ws.flushed = sandbox.flushInBackground();
+                if (ws.poolRefillDue && pool != null) { // its first run ended: the pool may start its replacement now
+                    ws.poolRefillDue = false;
+                    pool.refill(ws.driver);
+                }
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());

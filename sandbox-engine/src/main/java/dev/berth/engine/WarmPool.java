@@ -79,9 +79,19 @@ final class WarmPool {
                 discard(driver, c); // died while waiting, or started with other resources
             }
         }
-        refill(driver);
+        if (m == null) {
+            refill(driver);
+        } else {
+            // the refill waits for the claimed workspace's first run to end ({@link #refill}, called by the engine), or
+            // REFILL_DELAY_MS when no run comes: started now, it would compete on the CPU with that first command
+            java.util.concurrent.CompletableFuture.delayedExecutor(REFILL_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .execute(() -> refill(driver));
+        }
         return m;
     }
+
+    /** How long after a claim the pool refills at the latest, if the claimed workspace runs nothing before. */
+    static final long REFILL_DELAY_MS = 1000;
 
     /** Members waiting or being started, over all levels (what the memory budget counts). */
     synchronized int held() {
@@ -96,9 +106,10 @@ final class WarmPool {
         return q == null ? 0 : q.size();
     }
 
-    private void refill(IsolationDriver d) {
+    /** Starts members of {@code d}'s level up to the size and the budget (idempotent: a full level starts none). */
+    void refill(IsolationDriver d) {
         synchronized (this) {
-            if (closed) return;
+            if (closed || !ready.containsKey(d.name())) return;
             int want = size - ready.get(d.name()).size() - starting.get(d.name());
             long held = 0;
             for (String level : ready.keySet()) held += ready.get(level).size() + starting.get(level);
