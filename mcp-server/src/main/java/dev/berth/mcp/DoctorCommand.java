@@ -75,6 +75,11 @@ final class DoctorCommand {
         } catch (java.io.IOException e) {
             out.println("audit signing key: unavailable: " + e.getMessage());
         }
+        // doctor takes no --config: what berth stdio / berth http do when the operator config has no pool section
+        var pooled = dev.berth.engine.EngineConfig.defaults(opts.home(), Drivers.all(opts))
+                .withTemplates(dev.berth.engine.TemplateSettings.serverDefault(dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT));
+        if (opts.isolation() != null) pooled = pooled.withDefaultIsolation(opts.isolation());
+        out.println("warm pool (default; the operator config's pool section changes it): " + dev.berth.engine.Engine.poolPlan(pooled));
         out.println(any ? "default isolation: " + (opts.isolation() != null ? opts.isolation() : chosen)
                 : "no isolation driver can run here; run `berth setup` (as root) to install what is missing");
         return any ? 0 : 1;

@@ -2,6 +2,7 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineConfig;
+import dev.berth.engine.TemplateSettings;
 import dev.berth.engine.EgressSettings;
 import dev.berth.engine.EngineException;
 import dev.berth.engine.audit.AuditTrail;
@@ -42,13 +43,23 @@ final class Drivers {
 
     /** @param meters where the engine's meters go (the Prometheus registry of berth http), or null */
     static Engine engine(Options opts, OperatorConfig operator, io.micrometer.core.instrument.MeterRegistry meters) throws EngineException {
+        return engine(opts, operator, meters, true);
+    }
+
+    /**
+     * @param serving whether the engine serves opens (berth stdio, berth http): then it has the warm pool the operator
+     *                configured, or the server's default one without a config; an image build's engine has none
+     */
+    static Engine engine(Options opts, OperatorConfig operator, io.micrometer.core.instrument.MeterRegistry meters, boolean serving)
+            throws EngineException {
         EngineConfig cfg = EngineConfig.defaults(opts.home(), all(opts));
+        TemplateSettings templates = operator != null ? operator.templates() : TemplateSettings.serverDefault(TemplateSettings.DEFAULT_FORK_LIMIT);
+        cfg = cfg.withTemplates(serving ? templates : templates.withoutPool());
         if (meters != null) cfg = cfg.withMetrics(new dev.berth.engine.metrics.EngineMetrics(meters));
         if (opts.isolation() != null) cfg = cfg.withDefaultIsolation(opts.isolation());
         if (operator != null) {
             cfg = cfg.withGuard(operator.guardMode())
-                    .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces())
-                    .withTemplates(operator.templates());
+                    .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces());
         }
         AuditTrail trail;
         try {

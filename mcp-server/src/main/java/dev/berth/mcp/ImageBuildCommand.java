@@ -70,7 +70,7 @@ final class ImageBuildCommand {
             err.println("berth image build: " + e.getMessage());
             return 2;
         }
-        try (Engine engine = Drivers.engine(opts, operator)) {
+        try (Engine engine = Drivers.engine(opts, operator, null, false)) {
             RecipeBuild build = new RecipeBuild(engine, Tenant.LOCAL, new Resources(2, 1024, 256, 8192), stepTimeout);
             ImageRecord r = build.build(recipe, name, "recipe:" + Path.of(file).toAbsolutePath(), ImportLimits.DEFAULT, out::println);
             out.println("built " + name + " = " + r.digest() + " in " + r.importMillis() + " ms (import); build log kept with the image");

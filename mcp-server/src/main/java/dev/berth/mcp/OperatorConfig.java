@@ -90,15 +90,25 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     /**
      * The warm pool: {@code size} fresh sandboxes kept started per available isolation level (default resources),
-     * claimed by fresh opens; absent or 0 = no pool. A pool that cannot fit the machine's memory is refused at start.
+     * claimed by fresh opens, within {@code memory_mib} (counted as the members' memory limits; the default level
+     * is filled first). 0 = no pool. Absent: the server's default, 1 per level (not microVMs without KVM) within
+     * 2048 MiB or an eighth of the machine's memory ({@link dev.berth.engine.TemplateSettings#serverDefault}). A
+     * size given here covers microVMs without KVM too. A pool that cannot fit the machine's memory, or a budget
+     * larger than it, is refused at start with the numbers.
      */
-    public record Pool(Integer size) {}
+    public record Pool(Integer size, @JsonProperty("memory_mib") Long memoryMib) {
+        public Pool(Integer size) { this(size, null); }
+    }
 
-    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool's size. */
+    /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool. */
     public dev.berth.engine.TemplateSettings templates() {
         int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT
                 : lifecycle.maxForksPerOpen();
-        return new dev.berth.engine.TemplateSettings(forks, pool == null || pool.size() == null ? 0 : pool.size());
+        var dflt = dev.berth.engine.TemplateSettings.serverDefault(forks);
+        if (pool == null || (pool.size() == null && pool.memoryMib() == null)) return dflt;
+        return new dev.berth.engine.TemplateSettings(forks, pool.size() == null ? dflt.poolSize() : pool.size(),
+                pool.memoryMib() == null ? (pool.size() == null ? dflt.poolMemoryMiB() : Long.MAX_VALUE) : pool.memoryMib(),
+                pool.size() != null);
     }
 
     /**
@@ -382,6 +392,9 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         }
         if (pool != null && pool.size() != null && (pool.size() < 0 || pool.size() > 64)) {
             throw new ConfigException(at + "pool.size must be 0 (no pool) to 64, got " + pool.size());
+        }
+        if (pool != null && pool.memoryMib() != null && pool.memoryMib() < 0) {
+            throw new ConfigException(at + "pool.memory_mib must be 0 (no pool) or more, got " + pool.memoryMib());
         }
         if (lifecycle != null && lifecycle.maxForksPerOpen() != null && lifecycle.maxForksPerOpen() < 1) {
             throw new ConfigException(at + "lifecycle.max_forks_per_open must be >= 1, got " + lifecycle.maxForksPerOpen());

@@ -18,7 +18,7 @@ import tools.jackson.databind.JsonNode;
  * One home, many clients, with two real MCP clients (the official TypeScript SDK, each spawning its own
  * {@code berth stdio}): the second is served through the first (the owner) and never recovers or touches anything
  * itself, so the owner's live workspace, its memory and its background process survive; when the owner dies, the
- * next start takes the home over cleanly. Run on every driver.
+ * next start takes the home over cleanly. Run on every driver, with the warm pool off (the test counts sandboxes).
  */
 abstract class AbstractSharedHomeE2eTest {
     @TempDir Path home;
@@ -30,7 +30,7 @@ abstract class AbstractSharedHomeE2eTest {
 
     @Test
     void secondClient_isServedThroughTheOwner_andTouchesNothing() throws Exception {
-        try (McpBridge a = McpBridge.stdio(home, serverArgs())) {
+        try (McpBridge a = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()))) {
             long ownerPid = a.connect().path("pid").asLong();
             a.ok("open_workspace", Map.of("name", "shared"));
             a.ok("run", Map.of("workspace", "shared", "command", "echo from-a > a.txt"));
@@ -40,7 +40,7 @@ abstract class AbstractSharedHomeE2eTest {
                     "while true; do date +%s%N > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.2; done"));
             List<Long> sandboxesBefore = sandboxes(ownerPid);
             assertFalse(sandboxesBefore.isEmpty());
-            try (McpBridge b = McpBridge.stdio(home, serverArgs())) {
+            try (McpBridge b = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()))) {
                 long attachedPid = b.connect().path("pid").asLong();
                 JsonNode listed = b.ok("list_workspaces", Map.of()).path("workspaces");
                 assertEquals(1, listed.size(), listed.toString());
@@ -62,12 +62,12 @@ abstract class AbstractSharedHomeE2eTest {
 
     @Test
     void ownerDies_attachedClientIsToldAndTheNextStartTakesOver() throws Exception {
-        try (McpBridge a = McpBridge.stdio(home, serverArgs())) {
+        try (McpBridge a = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()))) {
             long ownerPid = a.connect().path("pid").asLong();
             a.ok("open_workspace", Map.of("name", "orphan"));
             a.ok("run", Map.of("workspace", "orphan", "command",
                     "echo kept > k.txt; sync; sh -c 'while true; do sleep 0.2; done' >/dev/null 2>&1 &"));
-            try (McpBridge b = McpBridge.stdio(home, serverArgs())) {
+            try (McpBridge b = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()))) {
                 b.connect();
                 ProcessHandle owner = ProcessHandle.of(ownerPid).orElseThrow();
                 owner.destroyForcibly();
@@ -79,7 +79,7 @@ abstract class AbstractSharedHomeE2eTest {
                 // the client reports the closed connection
             }
         }
-        try (McpBridge c = McpBridge.stdio(home, serverArgs())) {
+        try (McpBridge c = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()))) {
             c.connect();
             JsonNode listed = c.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             // microVM: its QEMU outlived the owner and was taken over; namespace: the sandbox died with the owner

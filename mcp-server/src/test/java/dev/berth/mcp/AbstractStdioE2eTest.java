@@ -35,7 +35,9 @@ abstract class AbstractStdioE2eTest {
     @BeforeAll
     void start() throws IOException {
         home = Files.createTempDirectory("berth-e2e-" + isolation() + "-");
-        mcp = McpBridge.stdio(home, serverArgs());
+        // the warm pool is off: these tests compare the home's files and the server's sandboxes before and after
+        // (DefaultPoolE2eTest runs the server's default pool)
+        mcp = McpBridge.stdio(home, McpBridge.poolOff(home, serverArgs()));
         mcp.connect();
     }
 

@@ -51,6 +51,19 @@ final class McpBridge implements AutoCloseable {
     }
 
     /**
+     * {@code args} plus an operator config (written into {@code home}) that turns the warm pool off: for tests that
+     * count a server's sandboxes or workspace directories, which the default pool's members would add to.
+     */
+    static String[] poolOff(Path home, String... args) throws IOException {
+        java.nio.file.Files.createDirectories(home);
+        Path cfg = home.resolve("pool-off.json");
+        java.nio.file.Files.writeString(cfg, "{\"pool\": {\"size\": 0}}");
+        List<String> out = new ArrayList<>(List.of(args));
+        out.addAll(List.of("--config", cfg.toString()));
+        return out.toArray(String[]::new);
+    }
+
+    /**
      * A bridge whose client spawns {@code command} as a client config would, with {@code env} added to the bridge's
      * environment (the TypeScript client passes only PATH, HOME and a few others on to the server).
      */

@@ -20,6 +20,7 @@ import tools.jackson.databind.JsonNode;
  * and finally its exit, through a real MCP client.
  */
 class MicrovmProcessHandleE2eTest {
+    /** With the warm pool off: the test counts the QEMU processes under the server (a KVM host would pool a microVM). */
     static final String[] ARGS = {"--isolation", "microvm", "--microvm-image", "test"};
     /** Prints a counter; exits 5 once /tmp/stop exists. */
     static final String LOOP = "i=0; while true; do i=$((i+1)); echo tick $i; if [ -e /tmp/stop ]; then echo stopping; exit 5; fi; sleep 0.2; done";
@@ -72,7 +73,7 @@ class MicrovmProcessHandleE2eTest {
 
     @Test
     void parkAndResume_sameHandleReportsNewOutputThenTheExit() throws Exception {
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             mcp.connect();
             mcp.ok("open_workspace", Map.of("name", "vm-bg"));
             String process = mcp.ok("run", Map.of("workspace", "vm-bg", "background", true, "command", LOOP)).path("process").asString();
@@ -98,7 +99,7 @@ class MicrovmProcessHandleE2eTest {
         StringBuilder seen = new StringBuilder();
         int before;
         long qemuPid;
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             long serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "vm-bg-crash"));
             process = mcp.ok("run", Map.of("workspace", "vm-bg-crash", "background", true, "command", LOOP)).path("process").asString();
@@ -111,7 +112,7 @@ class MicrovmProcessHandleE2eTest {
             server.onExit().get(20, TimeUnit.SECONDS);
         }
         assertTrue(ProcessHandle.of(qemuPid).map(ProcessHandle::isAlive).orElse(false), "QEMU outlives a killed server");
-        try (McpBridge again = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge again = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             again.connect();
             JsonNode listed = again.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("running", listed.path("state").asString(), listed.toString());

@@ -21,13 +21,14 @@ import tools.jackson.databind.JsonNode;
  * that outlived it; when QEMU died too, the workspace comes back from its disk and says that memory was lost.
  */
 class MicrovmRestartE2eTest {
+    /** With the warm pool off: the test counts the QEMU processes under the server (a KVM host would pool a microVM). */
     static final String[] ARGS = {"--isolation", "microvm", "--microvm-image", "test"};
     @TempDir Path home;
 
     @Test
     void cleanRestart_runningProcessSurvivesInsideTheParkedVm() throws Exception {
         long serverPid;
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "vm-keep"));
             mcp.ok("run", Map.of("workspace", "vm-keep", "command", "echo on-disk > notes.txt"));
@@ -38,7 +39,7 @@ class MicrovmRestartE2eTest {
             mcp.ok("run", Map.of("workspace", "vm-keep", "command", "sleep 1; cat /tmp/counter"));
         }
         ProcessHandle.of(serverPid).ifPresent(p -> p.onExit().orTimeout(60, TimeUnit.SECONDS).join());
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             mcp.connect();
             JsonNode listed = mcp.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("parked", listed.path("state").asString());
@@ -59,7 +60,7 @@ class MicrovmRestartE2eTest {
         long serverPid;
         String id;
         long qemuPid;
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             serverPid = mcp.connect().path("pid").asLong();
             id = mcp.ok("open_workspace", Map.of("name", "vm-crash")).path("workspace").asString();
             mcp.ok("run", Map.of("workspace", "vm-crash", "command", "echo unsynced > notes.txt; echo in-memory > /tmp/mem.txt"));
@@ -87,7 +88,7 @@ class MicrovmRestartE2eTest {
             inFlight.join(Duration.ofSeconds(30));
         }
         assertTrue(ProcessHandle.of(qemuPid).map(ProcessHandle::isAlive).orElse(false), "QEMU outlives a killed server");
-        try (McpBridge again = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge again = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             again.connect();
             JsonNode listed = again.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("running", listed.path("state").asString(), listed.toString());
@@ -107,7 +108,7 @@ class MicrovmRestartE2eTest {
     /** kill -9 of the server and of its QEMU: the next server cold-boots the disk and says that memory was lost. */
     @Test
     void killNine_serverAndQemu_coldBootSaysMemoryLost() throws Exception {
-        try (McpBridge mcp = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             long serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "vm-gone"));
             mcp.ok("run", Map.of("workspace", "vm-gone", "command", "echo survived > notes.txt; sync; echo lost > /tmp/mem.txt"));
@@ -120,7 +121,7 @@ class MicrovmRestartE2eTest {
                 q.onExit().get(20, TimeUnit.SECONDS);
             }
         }
-        try (McpBridge again = McpBridge.stdio(home, ARGS)) {
+        try (McpBridge again = McpBridge.stdio(home, McpBridge.poolOff(home, ARGS))) {
             again.connect();
             JsonNode listed = again.ok("list_workspaces", Map.of()).path("workspaces").get(0);
             assertEquals("parked", listed.path("state").asString());

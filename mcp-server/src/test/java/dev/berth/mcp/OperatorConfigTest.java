@@ -1,6 +1,7 @@
 package dev.berth.mcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -36,6 +37,27 @@ class OperatorConfigTest {
         var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(file));
         assertTrue(e.getMessage().contains(expected), () -> name + ": expected '" + expected + "' in: " + e.getMessage());
         assertTrue(e.getMessage().contains(file.toString()), () -> "the error must name the file: " + e.getMessage());
+    }
+
+    @Test
+    void pool_onByDefault_offWithSizeZero_andABudgetOfItsOwn(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.json");
+        Files.writeString(f, "{}");
+        var dflt = OperatorConfig.loadForStdio(f).templates();
+        assertEquals(dev.berth.engine.TemplateSettings.serverDefault(16), dflt, "no pool section: the server's default pool");
+        assertEquals(1, dflt.poolSize());
+        assertTrue(dflt.poolMemoryMiB() > 0 && dflt.poolMemoryMiB() <= 2048, "a small default budget: " + dflt.poolMemoryMiB());
+        assertFalse(dflt.poolEmulated(), "no emulated microVM members by default");
+        Files.writeString(f, "{\"pool\": {\"size\": 0}}");
+        assertEquals(0, OperatorConfig.loadForStdio(f).templates().poolSize(), "size 0 turns it off");
+        Files.writeString(f, "{\"pool\": {\"size\": 3, \"memory_mib\": 1024}}");
+        var sized = OperatorConfig.loadForStdio(f).templates();
+        assertEquals(3, sized.poolSize());
+        assertEquals(1024, sized.poolMemoryMiB());
+        assertTrue(sized.poolEmulated(), "an explicit size covers every available level");
+        Files.writeString(f, "{\"pool\": {\"memory_mib\": -1}}");
+        var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.loadForStdio(f));
+        assertTrue(e.getMessage().contains("pool.memory_mib must be 0 (no pool) or more, got -1"), e.getMessage());
     }
 
     @Test

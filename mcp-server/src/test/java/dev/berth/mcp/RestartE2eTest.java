@@ -13,7 +13,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 
-/** Persistent workspaces survive the server process: a clean exit (stdin closed) and a kill -9. */
+/**
+ * Persistent workspaces survive the server process: a clean exit (stdin closed) and a kill -9. The warm pool is off:
+ * the test counts the server's sandboxes and workspace directories.
+ */
 class RestartE2eTest {
     @TempDir Path home;
 
@@ -21,7 +24,7 @@ class RestartE2eTest {
     void killNine_persistentFilesSurviveAndSandboxDiesWithServer() throws Exception {
         String id;
         long serverPid;
-        try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, "--isolation", "namespace"))) {
             serverPid = mcp.connect().path("pid").asLong();
             id = mcp.ok("open_workspace", Map.of("name", "keeper")).path("workspace").asString();
             mcp.ok("run", Map.of("workspace", "keeper", "command", "echo survived > state.txt; mkdir -p ~/.cache && echo dot > ~/.cache/x"));
@@ -33,7 +36,7 @@ class RestartE2eTest {
             server.onExit().get(10, TimeUnit.SECONDS);
             for (ProcessHandle p : sandboxes) p.onExit().get(10, TimeUnit.SECONDS); // --die-with-parent
         }
-        try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, "--isolation", "namespace"))) {
             mcp.connect();
             JsonNode list = mcp.ok("list_workspaces", Map.of());
             assertEquals(1, list.path("workspaces").size(), "the ephemeral workspace should be gone: " + list);
@@ -53,7 +56,7 @@ class RestartE2eTest {
     void stdinClosed_serverExitsParksPersistentAndDeletesEphemeral() throws Exception {
         String ephemeral;
         long serverPid;
-        try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, "--isolation", "namespace"))) {
             serverPid = mcp.connect().path("pid").asLong();
             mcp.ok("open_workspace", Map.of("name", "calm"));
             mcp.ok("run", Map.of("workspace", "calm", "command", "echo calm > c.txt"));
@@ -67,7 +70,7 @@ class RestartE2eTest {
             }
         });
         assertFalse(Files.exists(home.resolve("workspaces").resolve(ephemeral)), "ephemeral workspace left on disk");
-        try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {
+        try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, "--isolation", "namespace"))) {
             mcp.connect();
             assertEquals("calm\n", mcp.ok("run", Map.of("workspace", "calm", "command", "cat c.txt")).path("stdout").asString());
         }

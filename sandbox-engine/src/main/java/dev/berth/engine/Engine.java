@@ -59,8 +59,10 @@ public final class Engine implements AutoCloseable {
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence, drivers::byName);
         this.images = new dev.berth.engine.image.ImageStore(store.home);
-        this.pool = config.templates().poolSize() == 0 ? null : new WarmPool(store, config.templates().poolSize(),
-                config.drivers().stream().filter(d -> d.probe().available()).toList());
+        List<dev.berth.engine.spi.IsolationDriver> poolLevels = poolLevels(config);
+        long budget = config.templates().poolBudgetMembers(dev.berth.engine.spi.Resources.DEFAULT.memoryMiB());
+        this.pool = config.templates().poolSize() == 0 || poolLevels.isEmpty() || budget == 0 ? null
+                : new WarmPool(store, config.templates().poolSize(), budget, poolLevels);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence);
@@ -98,18 +100,78 @@ public final class Engine implements AutoCloseable {
         return engine;
     }
 
+    /**
+     * The levels the warm pool fills: the available ones (emulated microVMs only when asked for), the default
+     * isolation level first.
+     */
+    private static List<dev.berth.engine.spi.IsolationDriver> poolLevels(EngineConfig config) {
+        List<dev.berth.engine.spi.IsolationDriver> out = new java.util.ArrayList<>();
+        for (var d : config.drivers()) {
+            if (!d.probe().available()) continue;
+            if (!config.templates().poolEmulated() && "tcg".equals(d.capabilities().accelerator())) continue;
+            if (d.name().equals(config.defaultIsolation())) out.addFirst(d);
+            else out.add(d);
+        }
+        return out;
+    }
+
     /** A warm pool whose members could not all be in memory at once is refused before anything starts. */
     private static void checkPoolFits(EngineConfig config) throws EngineException {
-        int size = config.templates().poolSize();
+        TemplateSettings t = config.templates();
+        int size = t.poolSize();
         if (size == 0) return;
-        long levels = config.drivers().stream().filter(d -> d.probe().available()).count();
-        long need = size * levels * dev.berth.engine.spi.Resources.DEFAULT.memoryMiB();
         long have = DriverSelector.machineMemoryMiB();
-        if (have > 0 && need > have) {
+        if (have <= 0) return;
+        if (t.poolMemoryMiB() != Long.MAX_VALUE && t.poolMemoryMiB() > have) {
+            throw new EngineException(Kind.LIMIT, "the warm pool's memory budget (" + t.poolMemoryMiB() + " MiB) is more than"
+                    + " this machine's memory (" + have + " MiB); lower it (pool.memory_mib) or turn the pool off (pool.size 0)");
+        }
+        long levels = poolLevels(config).size();
+        int member = dev.berth.engine.spi.Resources.DEFAULT.memoryMiB();
+        long need = size * levels * member;
+        if (Math.min(need, t.poolMemoryMiB()) > have) { // a budget caps the pool below the machine (checked above)
             throw new EngineException(Kind.LIMIT, "the warm pool does not fit this machine's memory: " + size + " per level x "
-                    + levels + " levels x " + dev.berth.engine.spi.Resources.DEFAULT.memoryMiB() + " MiB = " + need
+                    + levels + " levels x " + member + " MiB = " + need
                     + " MiB, but the machine has " + have + " MiB; make the pool smaller (0 turns it off)");
         }
+    }
+
+    /**
+     * What the warm pool of an engine started with {@code config} would hold here, without starting it (doctor): the
+     * levels it fills, in order, how many members the memory budget allows, and the levels left out and why.
+     */
+    public static String poolPlan(EngineConfig config) {
+        TemplateSettings t = config.templates();
+        if (t.poolSize() == 0) return "off (pool.size 0)";
+        int member = dev.berth.engine.spi.Resources.DEFAULT.memoryMiB();
+        List<String> levels = poolLevels(config).stream().map(dev.berth.engine.spi.IsolationDriver::name).toList();
+        long members = Math.min((long) t.poolSize() * levels.size(), t.poolBudgetMembers(member));
+        StringBuilder b = new StringBuilder(t.poolSize() + " per level, " + (t.poolMemoryMiB() == Long.MAX_VALUE ? "no memory budget"
+                : "memory budget " + t.poolMemoryMiB() + " MiB") + " at " + member + " MiB per member: " + members
+                + " member(s) over " + (levels.isEmpty() ? "no level" : String.join(", ", levels)));
+        for (var d : config.drivers()) {
+            if (d.probe().available() && !levels.contains(d.name())) {
+                b.append("; not ").append(d.name()).append(" (no hardware acceleration: a member would cost seconds of CPU to"
+                        + " boot and CPU while it waits; give pool.size to include it)");
+            }
+        }
+        return b.toString();
+    }
+
+    /**
+     * The warm pool as configured and as it stands: members per level, memory budget, and how many wait per level
+     * (doctor, tests); "off" without one.
+     */
+    public String poolSummary() {
+        if (pool == null) {
+            return config.templates().poolSize() == 0 ? "off (pool.size 0)" : "off (no level it could fill here, or a memory budget of 0)";
+        }
+        TemplateSettings t = config.templates();
+        StringBuilder b = new StringBuilder(pool.size() + " per level, " + (t.poolMemoryMiB() == Long.MAX_VALUE ? "no memory budget"
+                : "memory budget " + t.poolMemoryMiB() + " MiB") + " (" + dev.berth.engine.spi.Resources.DEFAULT.memoryMiB()
+                + " MiB per member); waiting now:");
+        for (String level : pool.levels()) b.append(' ').append(level).append(' ').append(pool.ready(level));
+        return b.toString();
     }
 
     // ---------------------------------------------------------------- lifecycle
@@ -137,6 +199,11 @@ public final class Engine implements AutoCloseable {
     public List<OpenResult> openMany(Tenant tenant, OpenRequest req, int count) throws EngineException {
         ensureOpen();
         return forks.open(tenant, req, count, config.templates().forkLimit());
+    }
+
+    /** Pool members waiting or being started, over all levels (0 without a pool). */
+    int poolHeld() {
+        return pool == null ? 0 : pool.held();
     }
 
     /** Sandboxes of {@code isolation} waiting in the warm pool (0 without a pool). */
@@ -208,6 +275,12 @@ public final class Engine implements AutoCloseable {
                 throw e;
             } finally {
                 ws.journal.ended(runId);
+                // what the run wrote goes to disk now, off every request's path, not in a later snapshot
+                ws.flushed = sandbox.flushInBackground();
+                if (ws.poolRefillDue && pool != null) { // its first run ended: the pool may start its replacement now
+                    ws.poolRefillDue = false;
+                    pool.refill(ws.driver);
+                }
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
@@ -381,6 +454,11 @@ public final class Engine implements AutoCloseable {
 
     public List<WorkspaceInfo> list(Tenant tenant) {
         return registry.of(tenant).stream().map(Workspace::info).sorted(Comparator.comparing(WorkspaceInfo::createdAt)).toList();
+    }
+
+    /** Completes when the background write-out asked for at the end of the workspace's last run has ended (benchmarks, tests). */
+    java.util.concurrent.CompletableFuture<Void> flushed(Tenant tenant, String ref) throws EngineException {
+        return registry.resolve(tenant, ref).flushed;
     }
 
     public WorkspaceInfo info(Tenant tenant, String ref) throws EngineException {

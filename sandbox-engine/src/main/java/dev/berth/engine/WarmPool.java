@@ -16,7 +16,8 @@ import java.util.concurrent.Executors;
 
 /**
  * Fresh sandboxes started ahead of demand, per isolation level, with the default resources: a fresh
- * {@code open_workspace} claims one instead of starting one. A member is handed to exactly one open and becomes that
+ * {@code open_workspace} claims one instead of starting one. At most {@code size} per level and, over all levels,
+ * as many as the memory budget holds (each counted at the default resources' memory limit), the default level first. A member is handed to exactly one open and becomes that
  * workspace (its id, uid and directories were chosen for it); it is never returned, so no tenant sees another's
  * member and no member carries state from an earlier claim. Refilled in the background on one long-lived thread (a
  * sandbox dies with the thread that started it). Members are destroyed and their directories deleted at close; after
@@ -30,15 +31,21 @@ final class WarmPool {
 
     private final Store store;
     private final int size;
+    /** Members (ready and starting, over all levels) the memory budget allows at once. */
+    private final long budgetMembers;
+    /** The levels in the order they are filled: the default isolation level first. */
+    private final List<IsolationDriver> order;
     private final Map<String, ArrayDeque<Member>> ready = new HashMap<>();
     private final Map<String, Integer> starting = new HashMap<>();
     private final Map<String, IsolationDriver> drivers = new HashMap<>();
     private final ExecutorService filler = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("berth-pool").factory());
     private boolean closed;
 
-    WarmPool(Store store, int size, List<IsolationDriver> levels) {
+    WarmPool(Store store, int size, long budgetMembers, List<IsolationDriver> levels) {
         this.store = store;
         this.size = size;
+        this.budgetMembers = budgetMembers;
+        this.order = List.copyOf(levels);
         for (IsolationDriver d : levels) {
             drivers.put(d.name(), d);
             ready.put(d.name(), new ArrayDeque<>());
@@ -46,10 +53,16 @@ final class WarmPool {
         }
     }
 
-    /** Starts filling every level. */
+    /** Starts filling every level, the default one first (the budget may not cover them all). */
     void start() {
-        for (IsolationDriver d : drivers.values()) refill(d);
+        for (IsolationDriver d : order) refill(d);
     }
+
+    /** The levels the pool fills, in order. */
+    List<String> levels() { return order.stream().map(IsolationDriver::name).toList(); }
+
+    /** Members per level it aims for (before the memory budget). */
+    int size() { return size; }
 
     /** A waiting member of {@code driver}'s pool started with {@code resources}, or null (a miss). */
     Member claim(IsolationDriver driver, Resources resources) {
@@ -66,8 +79,25 @@ final class WarmPool {
                 discard(driver, c); // died while waiting, or started with other resources
             }
         }
-        refill(driver);
+        if (m == null) {
+            refill(driver);
+        } else {
+            // the refill waits for the claimed workspace's first run to end ({@link #refill}, called by the engine), or
+            // REFILL_DELAY_MS when no run comes: started now, it would compete on the CPU with that first command
+            java.util.concurrent.CompletableFuture.delayedExecutor(REFILL_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .execute(() -> refill(driver));
+        }
         return m;
+    }
+
+    /** How long after a claim the pool refills at the latest, if the claimed workspace runs nothing before. */
+    static final long REFILL_DELAY_MS = 1000;
+
+    /** Members waiting or being started, over all levels (what the memory budget counts). */
+    synchronized int held() {
+        int n = 0;
+        for (String level : ready.keySet()) n += ready.get(level).size() + starting.get(level);
+        return n;
     }
 
     /** Members waiting for {@code level}. */
@@ -76,10 +106,14 @@ final class WarmPool {
         return q == null ? 0 : q.size();
     }
 
-    private void refill(IsolationDriver d) {
+    /** Starts members of {@code d}'s level up to the size and the budget (idempotent: a full level starts none). */
+    void refill(IsolationDriver d) {
         synchronized (this) {
-            if (closed) return;
+            if (closed || !ready.containsKey(d.name())) return;
             int want = size - ready.get(d.name()).size() - starting.get(d.name());
+            long held = 0;
+            for (String level : ready.keySet()) held += ready.get(level).size() + starting.get(level);
+            want = (int) Math.min(want, budgetMembers - held); // the memory budget, over all levels
             if (want <= 0) return;
             starting.merge(d.name(), want, Integer::sum);
             for (int i = 0; i < want; i++) filler.execute(() -> startOne(d));

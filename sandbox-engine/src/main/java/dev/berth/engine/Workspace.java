@@ -64,6 +64,10 @@ final class Workspace {
     Sandbox sandbox;
     int activeRuns;
     volatile Instant lastUsedAt;
+    /** Claimed from the warm pool and no run has ended yet: the pool refills when the first one does. */
+    volatile boolean poolRefillDue;
+    /** The background write-out asked for when the last run ended ({@link dev.berth.engine.spi.Sandbox#flushInBackground}). */
+    volatile java.util.concurrent.CompletableFuture<Void> flushed = java.util.concurrent.CompletableFuture.completedFuture(null);
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,

@@ -109,6 +109,7 @@ final class WorkspaceLifecycle {
                 ws.imageRecord = image.record();
                 ws.buildRoot = buildRoot;
             }
+            ws.poolRefillDue = member != null;
             ws.lock.lock();
             registry.add(ws);
         }

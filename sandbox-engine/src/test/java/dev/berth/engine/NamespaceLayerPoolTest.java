@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
  * The namespace driver's btrfs layer pool, through the engine on real btrfs: snapshot and fork share extents instead
  * of copying (pool usage and a fork's exclusive bytes stay near zero), a fork's writes stay its own, a snapshot can be
  * deleted while its forks live, the qgroup limit stops one workspace and not its neighbour, and a server that
- * crashed with the pool mounted and a subvolume half-made is recovered. Needs root, btrfs and btrfs-progs.
+ * crashed with the pool mounted and a subvolume half-made is recovered; what a run wrote is committed in the
+ * background when it ends (a later snapshot does not pay for it). Needs root, btrfs and btrfs-progs.
  */
 class NamespaceLayerPoolTest {
     static final Tenant T = Tenant.LOCAL;
@@ -113,6 +114,23 @@ class NamespaceLayerPoolTest {
         try (var l = pool().open()) {
             assertEquals(List.of(), l.names(), "no layer outlives its workspace or snapshot");
         }
+    }
+
+    @Test
+    void runEnd_commitsWhatTheRunWrote_inTheBackground() throws Exception {
+        String ws = engine.open(T, OpenRequest.persistent("flushed")).workspace().id();
+        // no sync inside: what the run wrote is dirty in memory when its result comes back
+        run(ws, "head -c 16777216 /dev/urandom > /workspace/data && mkdir -p repo && cd repo && head -c 2048000 /dev/urandom | split -b 2048 -a 3 - f");
+        engine.flushed(T, ws).get(2, java.util.concurrent.TimeUnit.MINUTES);
+        // qgroup numbers change only when a transaction commits: reading them without a commit of our own shows
+        // that the background flush committed the run's writes (btrfs's own periodic commit is 30 s away)
+        try (var l = pool().open()) {
+            long[] b = l.committedBytes(layerOf(home.resolve("workspaces").resolve(ws)));
+            assertTrue(b[1] > 16L << 20, "the run's 18 MiB are committed after the background flush: " + b[1] + " exclusive bytes");
+        }
+        // and a snapshot right after has only its own commit to make; what it reports is what it holds
+        SnapshotInfo snap = engine.snapshot(T, ws, null);
+        assertTrue(snap.stateBytes() > 16L << 20, "the snapshot reports what it holds: " + snap.stateBytes());
     }
 
     @Test

@@ -63,6 +63,45 @@ class WarmPoolTest {
         }
     }
 
+    @Test
+    void memoryBudget_boundsThePool_andABudgetBeyondTheMachineIsRefused() throws Exception {
+        engine.close();
+        int member = Resources.DEFAULT.memoryMiB();
+        // 2 per level asked, but the budget holds one member
+        engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home)))
+                .withTemplates(new TemplateSettings(16, 2, member + member / 2, false)));
+        awaitReady(1);
+        assertEquals(1, engine.poolHeld(), "the budget of " + (member + member / 2) + " MiB holds one member of " + member + " MiB");
+        assertTrue(engine.poolSummary().contains("memory budget " + (member + member / 2) + " MiB"), engine.poolSummary());
+        OpenResult hit = engine.open(A, OpenRequest.ephemeral());
+        assertEquals("hit", hit.pool());
+        awaitReady(1); // the claimed member's place in the budget is refilled
+        engine.closeWorkspace(A, hit.workspace().id(), true);
+
+        long have = DriverSelector.machineMemoryMiB();
+        org.junit.jupiter.api.Assumptions.assumeTrue(have > 0, "no MemTotal on this machine");
+        Path other = Files.createTempDirectory("berth-pool-budget-");
+        try {
+            EngineException e = assertThrows(EngineException.class, () -> Engine.start(EngineConfig.defaults(other,
+                    List.of(new NamespaceDriver(other))).withTemplates(new TemplateSettings(16, 1, have + 1, false))));
+            assertEquals(EngineException.Kind.LIMIT, e.kind());
+            assertTrue(e.getMessage().contains("(" + (have + 1) + " MiB) is more than this machine's memory (" + have + " MiB)"),
+                    e.getMessage());
+            assertTrue(!Files.exists(other.resolve("workspaces")), "nothing was started in the home");
+        } finally {
+            dev.berth.engine.spi.Trees.delete(other);
+        }
+    }
+
+    @Test
+    void serverDefault_isASmallPoolWithinAnEighthOfTheMachine() {
+        TemplateSettings d = TemplateSettings.serverDefault(16);
+        assertEquals(1, d.poolSize());
+        long have = DriverSelector.machineMemoryMiB();
+        assertEquals(have > 0 ? Math.min(2048, have / 8) : 2048, d.poolMemoryMiB());
+        assertEquals(0, TemplateSettings.DEFAULT.poolSize(), "the library embeds no pool unless asked");
+    }
+
     String sh(Tenant t, String ws, String cmd) throws EngineException {
         return engine.run(t, RunRequest.of(ws, cmd), OutputListener.NONE).stdout();
     }

@@ -148,9 +148,17 @@ public final class BtrfsPool {
 
         /** Referenced and exclusive bytes of the subvolume's qgroup, after a commit. */
         public long[] bytes(String name) throws IOException {
+            HostCommand.exec("btrfs", "filesystem", "sync", mountPoint().toString());
+            return committedBytes(name);
+        }
+
+        /**
+         * Referenced and exclusive bytes of the subvolume's qgroup as of the last commit, without one: exact for a
+         * snapshot just made (making it committed the transaction that accounted it).
+         */
+        public long[] committedBytes(String name) throws IOException {
             Path p = path(name);
             String id = HostCommand.output("btrfs", "inspect-internal", "rootid", p.toString()).strip();
-            HostCommand.exec("btrfs", "filesystem", "sync", mountPoint().toString());
             for (String line : HostCommand.output("btrfs", "qgroup", "show", "--raw", "-re", mountPoint().toString()).split("\n")) {
                 String[] f = line.strip().split("\\s+");
                 if (f.length >= 3 && f[0].equals("0/" + id)) return new long[] {Long.parseLong(f[1]), Long.parseLong(f[2])};
@@ -166,6 +174,15 @@ public final class BtrfsPool {
                 if (l.startsWith("Used:")) return Long.parseLong(l.substring(5).strip());
             }
             throw new IOException("btrfs filesystem usage printed no Used: line for " + mountPoint());
+        }
+
+        /**
+         * Waits until every subvolume deleted so far is dropped (btrfs drops a deleted subvolume's tree in the
+         * background, for seconds after a large one; benchmarks wait here so one measurement does not pay for the
+         * previous one's clean-up).
+         */
+        public void awaitDropped() throws IOException {
+            HostCommand.exec("btrfs", "subvolume", "sync", mountPoint().toString());
         }
 
         /** The names of the subvolumes in the pool. */
@@ -184,6 +201,42 @@ public final class BtrfsPool {
             }
         }
     }
+
+    /**
+     * Writes the pool's dirty data and metadata out and commits (syncfs on {@code onPool}, any mount of the pool's
+     * filesystem: a workspace's layer), on a background thread of the pool: a snapshot made after it has only what
+     * changed since to flush, instead of everything the workspace wrote since the last commit (btrfs commits every
+     * 30 s on its own; a snapshot must flush first to be consistent, so without this it pays for the files its
+     * workspace has just written). Requests coalesce: one flush runs at a time, and every request made while it runs
+     * is answered by the next one. The future completes when a flush that began after the request has ended (a
+     * failed flush is logged: the snapshot then flushes itself).
+     */
+    public java.util.concurrent.CompletableFuture<Void> flushSoon(Path onPool) {
+        synchronized (flushLock) {
+            if (nextFlush != null) return nextFlush;
+            var f = new java.util.concurrent.CompletableFuture<Void>();
+            nextFlush = f;
+            FLUSHER.execute(() -> {
+                synchronized (flushLock) {
+                    if (nextFlush == f) nextFlush = null;
+                }
+                try {
+                    HostCommand.exec("sync", "-f", onPool.toString());
+                } catch (IOException | RuntimeException e) {
+                    LOG.log(System.Logger.Level.DEBUG, "flushing the layer pool " + image() + " through " + onPool + ": " + e.getMessage());
+                } finally {
+                    f.complete(null);
+                }
+            });
+            return f;
+        }
+    }
+
+    private final Object flushLock = new Object();
+    private java.util.concurrent.CompletableFuture<Void> nextFlush;
+    /** One flusher for every pool of this JVM: flushes are I/O-bound and rare, and never run two at once. */
+    private static final java.util.concurrent.ExecutorService FLUSHER = java.util.concurrent.Executors.newSingleThreadExecutor(
+            Thread.ofPlatform().daemon().priority(Thread.MIN_PRIORITY).name("berth-pool-flush").factory());
 
     /** Mounts the pool (made on first use) until the lease is closed. */
     public synchronized Lease open() throws IOException {

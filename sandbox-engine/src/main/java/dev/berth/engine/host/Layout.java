@@ -92,7 +92,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     /** A new workspace: an image when Berth can mount one, else directories. */
     public void createFresh() throws IOException {
         if (uid > 0 && pool != null) {
-            try (BtrfsPool.Lease l = pool.open()) {
+            try (BtrfsPool.Lease l = pool.open()) { // held through prepare(): the pool is mounted once
                 String name = l.create(uid, diskMiB);
                 try {
                     Files.writeString(ownerFile(), uid + "\n");
@@ -101,7 +101,9 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
                     l.delete(name);
                     throw e;
                 }
+                prepare();
             }
+            return;
         } else if (uid >= 0) {
             DiskImage.create(image(), diskMiB, uid);
             Files.writeString(ownerFile(), uid + "\n");
@@ -218,7 +220,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
                 l.delete(name);
                 throw e;
             }
-            return l.bytes(name)[0];
+            return l.committedBytes(name)[0]; // the snapshot's own commit accounted it: no second commit needed
         }
     }
 
@@ -226,8 +228,11 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     public void copyFrom(Path snapshotState) throws IOException {
         Path snapRef = snapshotState.resolve(BtrfsPool.REF_FILE);
         if (Files.isRegularFile(snapRef, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            forkPool(snapshotState, BtrfsPool.readRef(snapRef));
-            prepare();
+            BtrfsPool.Ref ref = BtrfsPool.readRef(snapRef);
+            try (BtrfsPool.Lease held = BtrfsPool.at(ref.pool()).open()) { // one mount of the pool for both steps
+                forkPool(snapshotState, ref);
+                prepare();
+            }
             return;
         }
         copyTree(snapshotState, state);

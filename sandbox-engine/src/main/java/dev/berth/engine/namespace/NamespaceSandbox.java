@@ -34,12 +34,15 @@ final class NamespaceSandbox implements Sandbox {
     private final AgentClient agent;
     private final Layout layout;
     private final CgroupLimits limits;
+    /** The layer pool holding this sandbox's layer, or null (an ext4 image or plain directories). */
+    private final dev.berth.engine.host.BtrfsPool pool;
 
-    private NamespaceSandbox(Process process, AgentClient agent, Layout layout, CgroupLimits limits) {
+    private NamespaceSandbox(Process process, AgentClient agent, Layout layout, CgroupLimits limits) throws IOException {
         this.process = process;
         this.agent = agent;
         this.layout = layout;
         this.limits = limits;
+        this.pool = layout.usesPool() ? dev.berth.engine.host.BtrfsPool.at(dev.berth.engine.host.BtrfsPool.readRef(layout.layerRef()).pool()) : null;
     }
 
     @Override
@@ -215,6 +218,13 @@ final class NamespaceSandbox implements Sandbox {
             if (frozen) limits.freeze(false);
         }
         return new ParkOutcome(false, bytes, (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    /** A pool layer: a background commit of the pool ({@link dev.berth.engine.host.BtrfsPool#flushSoon}). */
+    @Override
+    public java.util.concurrent.CompletableFuture<Void> flushInBackground() {
+        if (pool == null) return Sandbox.super.flushInBackground();
+        return pool.flushSoon(layout.mountPoint());
     }
 
     @Override

@@ -41,6 +41,15 @@ public interface Sandbox {
         return java.util.List.of();
     }
 
+    /**
+     * A run in this sandbox has ended: the sandbox may write what the run left dirty out in the background, so that a
+     * later snapshot does not pay for it (the namespace driver's layer pool: a btrfs commit). Never blocks; the
+     * future completes when that write-out has ended (at once where there is none).
+     */
+    default java.util.concurrent.CompletableFuture<Void> flushInBackground() {
+        return java.util.concurrent.CompletableFuture.completedFuture(null);
+    }
+
     /** True while the sandbox process is alive. */
     boolean isAlive();
 
