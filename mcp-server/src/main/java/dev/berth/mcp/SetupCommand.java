@@ -77,7 +77,7 @@ final class SetupCommand {
                         ImportLimits.DEFAULT, out::println);
                 out.println("namespace/gvisor root: image " + ImageStore.DEVELOPER + " " + rec.digest()
                         + " (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
-            } catch (ImageException e) {
+            } catch (ImageException | IOException e) {
                 out.println("importing the developer image as the namespace/gvisor root failed: " + e.getMessage()
                         + " (those levels keep the host's /usr)");
             }
