@@ -159,7 +159,9 @@ public abstract class AbstractEscapeTest {
             if (write.enforced() || write.how().contains("direct writes (O_DIRECT)")) {
                 assertTrue(directWrite > 4, "direct write of 8 MiB at 1 MiB/s took " + directWrite + " s: " + write.how());
             }
-            if (write.enforced() || write.how().contains("fsync")) {
+            // a fsync is held only for what is still dirty when it runs (the journal's own commits flush the rest
+            // unthrottled under cgroup v1), so it is asserted only where the whole direction is reported enforced
+            if (write.enforced()) {
                 assertTrue(fsynced > 4, "buffered write + fsync of 8 MiB at 1 MiB/s took " + fsynced + " s: " + write.how());
             }
             if (read.enforced()) assertTrue(directRead > 4, "direct read of 8 MiB at 1 MiB/s took " + directRead + " s: " + read.how());

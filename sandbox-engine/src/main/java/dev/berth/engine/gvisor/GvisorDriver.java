@@ -99,7 +99,8 @@ public final class GvisorDriver implements IsolationDriver {
                         ? "not enforced for runs: the Sentry serves reads from its and the host's page caches and does not pass O_DIRECT"
                         + " on; reads that reach the disk (the gofer's) are held to it"
                         : "not enforced for runs: the Sentry does not pass O_DIRECT on, so writes land in the host's page cache and"
-                        + " the kernel's writeback (root cgroup under v1) flushes them; a run's fsync is held to it (the gofer's flush)")
+                        + " the kernel's writeback (root cgroup under v1) flushes them; a run's fsync (the gofer's flush) is held to it"
+                        + " only for what is still dirty then")
                         + " by " + l.how().substring(l.how().indexOf("cgroup v1 blkio.throttle")).replaceAll(";.*", ""))).toList();
     }
 
