@@ -44,6 +44,11 @@ final class AttachedConnection extends ChannelInboundHandlerAdapter implements P
         this.sink = sink;
     }
 
+    /** The engine-side LocalChannel (tests). */
+    Channel engineSide() {
+        return channel;
+    }
+
     void bind(Channel ch) {
         this.channel = ch;
         this.loop = ch.eventLoop();
@@ -90,9 +95,15 @@ final class AttachedConnection extends ChannelInboundHandlerAdapter implements P
         send(copy);
         if (now >= HIGH_WATER) {
             engineBlocked.set(true);
-            return false;
+            // the proxy may have drained to LOW_WATER before the flag was up, and then told nobody
+            return pending.get() <= LOW_WATER && engineBlocked.compareAndSet(true, false);
         }
         return true;
+    }
+
+    @Override
+    public boolean writable() {
+        return !engineBlocked.get();
     }
 
     /** Proxy side consumed n bytes (called on the proxy loop). */

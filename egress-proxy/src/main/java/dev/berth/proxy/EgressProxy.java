@@ -43,7 +43,7 @@ public final class EgressProxy implements AutoCloseable {
     private final CredentialRegistry credentials;
     private final Approvals approvals;
     private final EventLoopGroup nioGroup;
-    private final EventLoopGroup localGroup;
+    private final PairedLocalLoops localGroup;
     private final ExecutorService resolverThreads;
     private final Channel localServer;
     private final LocalAddress localAddress;
@@ -54,7 +54,7 @@ public final class EgressProxy implements AutoCloseable {
     private EgressProxy(Builder b) {
         ProxyConfig cfg = b.config;
         this.nioGroup = new MultiThreadIoEventLoopGroup(b.threads, NioIoHandler.newFactory());
-        this.localGroup = new MultiThreadIoEventLoopGroup(b.threads, LocalIoHandler.newFactory());
+        this.localGroup = new PairedLocalLoops(b.threads);
         // Resolution may block (system resolver), so it runs off the event loops. A bounded pool
         // with a bounded queue: a workspace spraying unique names cannot create unbounded
         // blocked getaddrinfo calls; overflow is a denial with a reason, not a stall.
@@ -133,10 +133,25 @@ public final class EgressProxy implements AutoCloseable {
         Objects.requireNonNull(context, "context");
         Objects.requireNonNull(toClient, "toClient");
         AttachedConnection conn = new AttachedConnection(nextId(), toClient);
-        ChannelFuture cf = new Bootstrap().group(localGroup).channel(LocalChannel.class).handler(conn).connect(localAddress);
-        conn.bind(cf.channel());
-        shared.track(cf.channel());
-        cf.addListener(f -> conn.connected(f.isSuccess(), f.cause()));
+        // The engine-side channel gets a name of its own so that its proxy-side peer is registered on the same loop
+        // (PairedLocalLoops): bytes then cross from one to the other without a hand-off between threads.
+        LocalAddress self = new LocalAddress("berth-attach-" + instance + "-" + conn.id());
+        ChannelFuture reg = new Bootstrap().group(localGroup).channel(LocalChannel.class).handler(conn).register();
+        Channel ch = reg.channel();
+        conn.bind(ch);
+        shared.track(ch);
+        localGroup.pair(self, ch.eventLoop());
+        reg.addListener(r -> {
+            if (!r.isSuccess()) {
+                localGroup.unpair(self);
+                conn.connected(false, r.cause());
+                return;
+            }
+            ch.connect(localAddress, self).addListener(f -> {
+                localGroup.unpair(self);
+                conn.connected(f.isSuccess(), f.cause());
+            });
+        });
         // Same ordered queue as the engine's writes: the Attach signal is always the first message.
         conn.send(new Downstream.Attach(context, conn));
         return conn;
@@ -182,6 +197,34 @@ public final class EgressProxy implements AutoCloseable {
         p.addLast("decoder", decoder);
         p.addLast("encoder", new HttpResponseEncoder());
         p.addLast("frontend", new FrontendHandler(s, decoder));
+    }
+
+    /**
+     * The loops of attach LocalChannels. A LocalChannel pair on two loops hands every write to the other thread; the
+     * proxy-side channel (registered by the LocalServerChannel's acceptor through {@link #register(Channel)}) is
+     * therefore put on the loop of the engine-side channel that connected to it, found by that channel's address.
+     */
+    private static final class PairedLocalLoops extends MultiThreadIoEventLoopGroup {
+        private final java.util.concurrent.ConcurrentMap<java.net.SocketAddress, io.netty.channel.EventLoop> pending =
+                new java.util.concurrent.ConcurrentHashMap<>();
+
+        PairedLocalLoops(int threads) {
+            super(threads, LocalIoHandler.newFactory());
+        }
+
+        void pair(LocalAddress engineSide, io.netty.channel.EventLoop loop) {
+            pending.put(engineSide, loop);
+        }
+
+        void unpair(LocalAddress engineSide) {
+            pending.remove(engineSide);
+        }
+
+        @Override
+        public ChannelFuture register(Channel channel) {
+            io.netty.channel.EventLoop loop = channel.remoteAddress() == null ? null : pending.remove(channel.remoteAddress());
+            return loop != null ? loop.register(channel) : super.register(channel);
+        }
     }
 
     private String nextId() {

@@ -12,6 +12,13 @@ public interface ProxyConnection {
      */
     boolean write(ByteBuffer fromClient);
 
+    /**
+     * Whether the proxy takes more now: false from a {@link #write} that returned false until just before
+     * {@link ClientSink#proxyWritabilityChanged(boolean) proxyWritabilityChanged(true)}. A caller that records what it
+     * held back after a refused write checks this afterwards, so that a change it raced with is not missed.
+     */
+    boolean writable();
+
     /** The guest half-closed its side (EOF). */
     void shutdownInput();
 

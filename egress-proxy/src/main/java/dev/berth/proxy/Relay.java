@@ -43,7 +43,8 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> gateTimer;
     private ChannelHandlerContext ctx;
     private boolean paused;
-    private boolean explicitReads;
+    /** Set when this relay consumes a channel read on another loop (attach mode's upstream side). */
+    CrossLoopReads gate;
 
     Relay(Session session, Session.Exchange ex, Channel peer, boolean fromClient, State state, String sniHost, String allowReason) {
         this.session = session;
@@ -58,7 +59,6 @@ final class Relay extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
-        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
         if (sniHost != null) {
             gateBuf = ctx.alloc().compositeBuffer();
             long ms = session.config().headerTimeout().toMillis();
@@ -180,22 +180,17 @@ final class Relay extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Flow control. When this handler runs on its channel's own loop, autoRead is used and
-     * switched off in channelReadComplete if the peer is full: that runs right after the batch,
-     * so read-ahead is one batch. When it runs on another loop (attach mode: the upstream socket
-     * is read on a NIO loop, this handler on the client's loop), switching autoRead off would only
-     * take effect after the I/O loop had read ahead by an unbounded amount (a test saw 13 MB), so
-     * reads are then requested explicitly, one batch at a time. Explicit reads add an interest-op
-     * change per batch, so they are only used where autoRead cannot bound the read-ahead.
+     * Flow control. On its channel's own loop, autoRead is switched off in channelReadComplete if the peer is full:
+     * that runs right after the batch, so read-ahead is one batch. On another loop (attach mode: the upstream socket
+     * is read on a NIO loop, this handler runs on the client's loop) the {@link CrossLoopReads} gate bounds the
+     * read-ahead and this relay only tells it whether the peer can take more.
      */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         peer.flush();
-        if (sniHost != null || peerWritable()) {
-            if (explicitReads) ctx.channel().read();
-        } else {
+        if (sniHost == null && !peerWritable()) {
             paused = true;
-            if (!explicitReads) ctx.channel().config().setAutoRead(false);
+            if (gate != null) gate.want(false); else ctx.channel().config().setAutoRead(false);
         }
     }
 
@@ -206,11 +201,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (!fromClient && state.clientSide != null && state.clientSide.sniHost != null) return;
         if (peerWritable()) {
             paused = false;
-            if (explicitReads) {
-                ctx.channel().read();
-            } else {
-                ctx.channel().config().setAutoRead(true);
-            }
+            if (gate != null) gate.want(true); else ctx.channel().config().setAutoRead(true);
         }
     }
 

@@ -210,24 +210,22 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     }
 
     private boolean paused;
-    private boolean explicitReads;
+    /** Set when this handler consumes the upstream's reads on another loop (attach mode). */
+    CrossLoopReads gate;
     private ChannelHandlerContext ctx;
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
-        this.explicitReads = ctx.executor() != ctx.channel().eventLoop();
     }
 
-    /** Same flow control as {@link Relay}: autoRead on the same loop, explicit reads across loops. */
+    /** Same flow control as {@link Relay}: autoRead on the same loop, the {@link CrossLoopReads} gate across loops. */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         fwd.client().flush();
-        if (fwd.session.clientWritable()) {
-            if (explicitReads) ctx.channel().read();
-        } else {
+        if (!fwd.session.clientWritable()) {
             paused = true;
-            if (!explicitReads) ctx.channel().config().setAutoRead(false);
+            if (gate != null) gate.want(false); else ctx.channel().config().setAutoRead(false);
         }
     }
 
@@ -235,11 +233,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     void resume() {
         if (ctx != null && fwd.session.clientWritable()) {
             paused = false;
-            if (explicitReads) {
-                ctx.channel().read();
-            } else {
-                ctx.channel().config().setAutoRead(true);
-            }
+            if (gate != null) gate.want(true); else ctx.channel().config().setAutoRead(true);
         }
     }
 

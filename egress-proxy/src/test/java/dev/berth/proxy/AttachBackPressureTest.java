@@ -19,6 +19,33 @@ import org.junit.jupiter.api.Test;
 /** Back-pressure through the attach API in both directions. */
 class AttachBackPressureTest {
 
+    /**
+     * Both LocalChannels of an attached connection run on one loop, whichever loop the engine side got: a pair on
+     * two loops hands every write to the other thread (the proxy's attach throughput measured that hop).
+     */
+    @Test
+    void attachedPair_sharesOneLoop_onEveryLoopOfTheGroup() throws Exception {
+        try (Harness h = new Harness();
+             EgressProxy proxy = EgressProxy.builder(h.config).resolver(h.resolver).threads(3).start()) {
+            java.util.Set<io.netty.channel.EventLoop> loops = new java.util.HashSet<>();
+            for (int i = 0; i < 9; i++) {
+                AttachedConnection c = (AttachedConnection) proxy.attach(new EgressContext("ws-loops", null, h.config.ceiling(), null),
+                        new ClientSink() {
+                            @Override public void write(ByteBuffer b) {}
+                            @Override public void shutdownOutput() {}
+                            @Override public void reset(String reason) {}
+                        });
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (c.proxySide == null && System.nanoTime() < deadline) Thread.onSpinWait();
+                assertTrue(c.proxySide != null, "the proxy never accepted attach " + i);
+                assertEquals(c.engineSide().eventLoop(), c.proxySide.eventLoop(), "attach " + i);
+                loops.add(c.proxySide.eventLoop());
+                c.abort("test done");
+            }
+            assertEquals(3, loops.size(), "attaches spread over the group's loops: " + loops);
+        }
+    }
+
     @Test
     void write_upstreamNeverReads_returnsFalseThenResumesWhenUpstreamDrains() throws Exception {
         List<Socket> accepted = new CopyOnWriteArrayList<>();
