@@ -42,6 +42,7 @@
 #define CAP_CONFINED_RUNS 0x10u
 #define CAP_PORTS 0x20u
 #define CAP_ATTACH 0x40u
+#define CAP_TUNNEL_WINDOW 0x80u
 #define EXEC_STDIN 0x1u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
@@ -53,6 +54,7 @@
 #define PROTO_VERSION 3
 #define MAX_PAYLOAD 1048576u
 #define PORT_WINDOW 262144u
+#define TUNNEL_WINDOW 1048576u
 #define DETACHED_KEEP 262144u
 
 #define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
@@ -65,7 +67,7 @@
 #define STDIN_HIGH (1u << 20)         /* per run: above this many unread stdin bytes, stop reading the host ... */
 #define STDIN_STALL_MS 1000           /* ... unless the child has not read any of it for this long (then buffer) */
 #define STDIN_BUF_MAX (64u << 20)     /* per run: hard cap; a child this far behind gets its stdin closed */
-#define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel: host bytes buffered for a client that does not read */
+#define TUNNEL_BUF_MAX (8u << 20)     /* per tunnel without flow control (old host): host bytes buffered for a client that does not read */
 #define MAX_PORT_STREAMS 1024         /* inbound port streams open at once; PORT_OPEN past it answers EAGAIN */
 #define DETACHED_TOTAL (8u << 20)     /* all detached runs together: output kept for a later ATTACH */
 
@@ -98,6 +100,7 @@ void put_u64(unsigned char *p, uint64_t v);
 
 /* ---- session / host stream (berth-agent.c) ---- */
 extern int g_session_active;        /* a HELLO was answered and the stream is up */
+extern int g_tunnel_windows;        /* both HELLOs carried CAP_TUNNEL_WINDOW: this session's tunnels are flow controlled */
 extern char g_session_tag[16];      /* random per session; part of every BERTH_RUN marker */
 extern struct buf g_outq;           /* frames waiting to be written to the host */
 int64_t now_ms(void);

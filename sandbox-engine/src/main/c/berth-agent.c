@@ -223,8 +223,10 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     g_backoff = RECONNECT_MIN_MS;
     logmsg("session %s: host '%s' version %u caps 0x%x", g_session_tag, name, version, caps);
     free(name);
+    /* tunnel flow control only when the host offers it: an older host never sends WINDOW on a tunnel */
+    g_tunnel_windows = tunnel_enabled() && (caps & CAP_TUNNEL_WINDOW) != 0;
     uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
-                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH;
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH | (g_tunnel_windows ? CAP_TUNNEL_WINDOW : 0);
     const char *build = BERTH_BUILD;
     size_t bl = strlen(build), tl = strlen(g_session_tag);
     /* u16 version, u32 caps, str name, str session (version 3) */
@@ -286,8 +288,12 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
         ports_handle(type, chan, &r);
         return;
     case T_WINDOW:
-        if ((chan & 0x80000000u) || chan == 0) {
-            protocol_error("WINDOW on channel 0x%x, which is not a port stream", chan);
+        if (chan & 0x80000000u) {
+            tunnel_handle(type, chan, &r); /* a tunnel of this session, flow controlled (CAP_TUNNEL_WINDOW) */
+            return;
+        }
+        if (chan == 0) {
+            protocol_error("WINDOW on channel 0x%x, which is not a port stream or tunnel", chan);
             return;
         }
         ports_handle(type, chan, &r);
@@ -403,7 +409,7 @@ static void describe(void) {
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"CAP_TUNNEL_WINDOW", CAP_TUNNEL_WINDOW}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -413,6 +419,7 @@ static void describe(void) {
     printf("VERSION %d\n", PROTO_VERSION);
     printf("MAX_PAYLOAD %u\n", MAX_PAYLOAD);
     printf("PORT_WINDOW %u\n", PORT_WINDOW);
+    printf("TUNNEL_WINDOW %u\n", TUNNEL_WINDOW);
     printf("DETACHED_KEEP %u\n", DETACHED_KEEP);
 }
 

@@ -1,6 +1,7 @@
 /*
  * Egress tunnels: every connection accepted on 127.0.0.1:P becomes an agent-opened channel (high bit set).
- * The agent copies bytes only; the host speaks the HTTP proxy protocol on them.
+ * The agent copies bytes only; the host speaks the HTTP proxy protocol on them. When both HELLOs carried
+ * CAP_TUNNEL_WINDOW, each direction is flow controlled with WINDOW credit like a port stream (TUNNEL_WINDOW).
  */
 #include "agent.h"
 
@@ -25,9 +26,12 @@ struct tun {
     int host_closed;   /* CLOSE from host: shut the client's write side once `out` is flushed */
     int wr_shut;
     int client_eof;    /* client sent EOF; we sent CLOSE */
+    int windowed;      /* flow controlled (the session's g_tunnel_windows when it was accepted) */
+    uint32_t credit;   /* windowed: bytes we may still send to the host as DATA (host grants more with WINDOW) */
     int idx;
 };
 
+int g_tunnel_windows;
 static int g_lfd = -1;
 static uint16_t g_port;
 static struct tun *g_tuns;
@@ -93,19 +97,33 @@ static int maybe_done(struct tun *t) {
     return 1;
 }
 
+/* windowed: the host may send `n` more DATA bytes (they reached the client's socket) */
+static void grant(struct tun *t, size_t n) {
+    if (n == 0 || !t->windowed) return;
+    unsigned char w[4];
+    put_u32(w, (uint32_t)n);
+    send_frame(T_WINDOW, t->chan, w, 4);
+}
+
 /* returns 1 when `t` was freed (reset, or both directions done) */
 static int flush(struct tun *t) {
+    size_t written = 0;
     while (t->out.len > 0) {
         ssize_t n = send(t->fd, t->out.data + t->out.head, t->out.len, MSG_NOSIGNAL);
         if (n > 0) {
             buf_consume(&t->out, (size_t)n);
+            written += (size_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            grant(t, written);
+            return 0;
+        }
         send_reset(t, n < 0 ? strerror(errno) : "short write to client");
         return 1;
     }
+    grant(t, written);
     if (t->host_closed && !t->wr_shut) {
         shutdown(t->fd, SHUT_WR);
         t->wr_shut = 1;
@@ -128,7 +146,11 @@ int tunnel_handle(uint8_t type, uint32_t chan, struct rd *r) {
             protocol_error("DATA after CLOSE on tunnel 0x%x", chan);
             return -1;
         }
-        if (t->out.len + rd_left(r) > TUNNEL_BUF_MAX) {
+        if (t->windowed && t->out.len + rd_left(r) > TUNNEL_WINDOW) {
+            send_reset(t, "host sent more DATA than its WINDOW allowed");
+            return 0;
+        }
+        if (!t->windowed && t->out.len + rd_left(r) > TUNNEL_BUF_MAX) {
             send_reset(t, "tunnel client is not reading");
             return 0;
         }
@@ -146,6 +168,15 @@ int tunnel_handle(uint8_t type, uint32_t chan, struct rd *r) {
         t->host_closed = 1;
         flush(t);
         return 0;
+    case T_WINDOW: {
+        uint32_t n;
+        if (!t->windowed || rd_u32(r, &n) < 0 || rd_left(r) != 0 || n == 0 || n > TUNNEL_WINDOW - t->credit) {
+            protocol_error("bad WINDOW on tunnel 0x%x (credit %u)", chan, t->credit);
+            return -1;
+        }
+        t->credit += n;
+        return 0;
+    }
     default: { /* RESET or ERROR from host: abort at once, no answer */
         /* linger 0 makes close() send RST, so the client sees an abort rather than a clean EOF */
         struct linger lg = {.l_onoff = 1, .l_linger = 0};
@@ -163,7 +194,7 @@ int tunnel_poll_fill(struct pollfd *pfd, int max, int backpressure) {
     for (struct tun *t = g_tuns; t; t = t->next) {
         t->idx = -1;
         short ev = 0;
-        if (!t->client_eof && !backpressure) ev |= POLLIN;
+        if (!t->client_eof && !backpressure && (!t->windowed || t->credit > 0)) ev |= POLLIN;
         if (t->out.len > 0) ev |= POLLOUT;
         if (ev && n < max) {
             t->idx = n;
@@ -260,6 +291,8 @@ static void accept_all(void) {
         }
         t->fd = fd;
         t->chan = next_chan();
+        t->windowed = g_tunnel_windows;
+        t->credit = TUNNEL_WINDOW;
         t->idx = -1;
         t->next = g_tuns;
         g_tuns = t;
@@ -283,9 +316,11 @@ void tunnel_poll_handle(struct pollfd *pfd, int n) {
         /* new tunnels from accept_all are at the list head with idx -1, so `next` never points at them */
         if ((re & POLLOUT) && flush(t)) continue;
         if (re & (POLLIN | POLLHUP | POLLERR)) {
-            if (t->client_eof) continue;
-            ssize_t r = recv(t->fd, g_tbuf, sizeof g_tbuf, 0);
+            if (t->client_eof || (t->windowed && t->credit == 0)) continue;
+            size_t want = t->windowed && t->credit < sizeof g_tbuf ? t->credit : sizeof g_tbuf;
+            ssize_t r = recv(t->fd, g_tbuf, want, 0);
             if (r > 0) {
+                if (t->windowed) t->credit -= (uint32_t)r;
                 send_frame(T_DATA, t->chan, g_tbuf, (size_t)r);
             } else if (r == 0) {
                 t->client_eof = 1;

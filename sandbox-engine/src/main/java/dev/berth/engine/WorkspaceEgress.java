@@ -146,25 +146,52 @@ final class WorkspaceEgress implements TunnelHandler {
                 ? new EgressContext(workspaceId, owner.runId, owner.narrowing == null ? policy : policy.narrow(owner.narrowing),
                         owner::record, secrets)
                 : new EgressContext(workspaceId, null, effective(), this::onDecision, secrets);
+        // Flow control end to end (when the agent has CAP_TUNNEL_WINDOW): upstream bytes the tunnel cannot send yet make
+        // the proxy stop reading the upstream until the agent's credit returns; the client's bytes are credited back
+        // to the agent only once the proxy took them, so a slow upstream stops the client instead of growing host memory.
+        java.util.concurrent.atomic.AtomicLong withheld = new java.util.concurrent.atomic.AtomicLong();
+        ProxyConnection[] handle = new ProxyConnection[1];
         ProxyConnection conn = proxy.attach(ctx, new ClientSink() {
             @Override public void write(ByteBuffer toClient) {
-                ByteBuffer copy = ByteBuffer.allocate(toClient.remaining());
-                copy.put(toClient).flip();
-                tunnel.write(copy);
+                if (!tunnel.write(toClient)) {
+                    handle[0].clientWritable(false);
+                    if (tunnel.writable()) handle[0].clientWritable(true); // drained meanwhile: onWritable may have come first
+                }
             }
             @Override public void shutdownOutput() { tunnel.shutdownOutput(); }
             @Override public void reset(String reason) { tunnel.reset(reason); }
+            @Override public void proxyWritabilityChanged(boolean writable) {
+                if (writable) creditBack(tunnel, withheld.getAndSet(0));
+            }
         });
+        handle[0] = conn;
         open.incrementAndGet();
         java.util.concurrent.atomic.AtomicBoolean counted = new java.util.concurrent.atomic.AtomicBoolean(true);
         Runnable closed = () -> {
             if (counted.getAndSet(false)) open.decrementAndGet();
         };
         return new Tunnel.Sink() {
-            @Override public void onData(ByteBuffer data) { conn.write(data); }
+            @Override public void onData(ByteBuffer data) {
+                int n = data.remaining();
+                if (conn.write(data)) {
+                    tunnel.consumed(n);
+                } else {
+                    withheld.addAndGet(n); // returned when the proxy says it can take more
+                    if (conn.writable()) creditBack(tunnel, withheld.getAndSet(0)); // it may have said so already
+                }
+            }
             @Override public void onClose() { closed.run(); conn.shutdownInput(); }
             @Override public void onReset(String reason) { closed.run(); conn.abort(reason); }
+            @Override public void onWritable() { conn.clientWritable(true); }
         };
+    }
+
+    private static void creditBack(Tunnel tunnel, long bytes) {
+        for (long left = bytes; left > 0; ) {
+            int n = (int) Math.min(left, Integer.MAX_VALUE);
+            tunnel.consumed(n);
+            left -= n;
+        }
     }
 
     /** A decision on a connection no run could be attributed: every active run hears of a denial. */

@@ -31,6 +31,14 @@ class EgressEndToEndTest {
     @BeforeAll
     void start() throws Exception {
         upstream = EgressFixture.upstream(path -> "hello from upstream " + path);
+        upstream.createContext("/big", ex -> { // BIG bytes of a repeating pattern, streamed
+            ex.sendResponseHeaders(200, BIG);
+            byte[] block = new byte[64 * 1024];
+            for (int i = 0; i < block.length; i++) block[i] = (byte) i;
+            try (var out = ex.getResponseBody()) {
+                for (long left = BIG; left > 0; left -= block.length) out.write(block, 0, (int) Math.min(block.length, left));
+            }
+        });
         port = upstream.getAddress().getPort();
         home = Files.createTempDirectory("berth-egress-");
         EgressSettings egress = EgressFixture.proxy(List.of("allowed.test:" + port, "also.test:" + port));
@@ -44,6 +52,26 @@ class EgressEndToEndTest {
         engine.close();
         upstream.stop(0);
         dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    static final long BIG = 32L << 20;
+
+    /**
+     * Reported: the host pushed an upstream's bytes at the workspace as fast as it read them, and the agent reset a
+     * tunnel whose client fell 8 MiB behind ("tunnel client is not reading"), so a download read slower than the
+     * upstream sends (a throttled disk, a busy guest, here curl's --limit-rate) failed. With flow control end to end
+     * the proxy reads the upstream only as fast as the client inside takes it: both the CONNECT tunnel and a plain
+     * forwarded request deliver every byte.
+     */
+    @Test
+    void slowReaderInside_bigDownload_flowControlledEndToEnd_everyByteArrives() throws Exception {
+        for (String how : List.of("--proxytunnel ", "")) {
+            RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "curl -sS --max-time 120 --limit-rate 8M " + how
+                    + "-o /dev/null -w '%{size_download}' http://allowed.test:" + port + "/big", null, null, 150, null, null),
+                    OutputListener.NONE);
+            assertEquals(0, r.exitCode(), how + r);
+            assertEquals(Long.toString(BIG), r.stdout(), how + r);
+        }
     }
 
     RunResult sh(String cmd) throws EngineException {

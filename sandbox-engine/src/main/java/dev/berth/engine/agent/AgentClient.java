@@ -65,7 +65,8 @@ public final class AgentClient implements AutoCloseable {
         AgentClient c = new AgentClient(channel);
         c.reader.start();
         try {
-            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH;
+            int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH
+                    | Protocol.CAP_TUNNEL_WINDOW;
             c.send(Protocol.HELLO, 0, new PayloadWriter().u16(Protocol.VERSION).u32(caps).str(HOST_NAME).toBytes());
             Frame f = c.await(c.hello, helloTimeout, "HELLO");
             PayloadReader r = new PayloadReader(f);
@@ -422,7 +423,8 @@ public final class AgentClient implements AutoCloseable {
         switch (f.type()) {
             case Protocol.HELLO -> {
                 // the tunnel router must know the agent's version before the first TUNNEL_OPEN that follows on this thread
-                if (f.payload().length >= 2) tunnels.agentVersion((f.payload()[0] & 0xff) << 8 | (f.payload()[1] & 0xff));
+                byte[] p = f.payload();
+                if (p.length >= 6) tunnels.agentHello((p[0] & 0xff) << 8 | (p[1] & 0xff), java.nio.ByteBuffer.wrap(p, 2, 4).getInt());
                 if (!hello.complete(f)) throw new ProtocolException("unexpected second HELLO");
                 return;
             }

@@ -34,13 +34,5 @@ public interface PortStream {
     void consumed(int bytes);
 
     /** Receives what the app sends. Called on the agent reader thread; must not block. */
-    interface Sink {
-        void onData(ByteBuffer data);
-        /** The app will send no more (CLOSE). */
-        void onClose();
-        /** The agent aborted the stream, or the connection to the agent was lost. */
-        void onReset(String reason);
-        /** Bytes queued by {@link #write} have all been sent: the caller may read its source again. */
-        default void onWritable() {}
-    }
+    interface Sink extends StreamSink {}
 }

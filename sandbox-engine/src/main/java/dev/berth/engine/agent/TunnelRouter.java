@@ -22,8 +22,14 @@ final class TunnelRouter {
 
     /** Protocol version the agent announced (1: TUNNEL_OPEN carries no exec). Set on the reader thread at HELLO. */
     private int agentVersion = Protocol.VERSION;
+    /** Whether the agent announced CAP_TUNNEL_WINDOW (tunnels are flow controlled). Set with agentVersion. */
+    private boolean windows;
 
-    void agentVersion(int v) { this.agentVersion = v; }
+    /** The agent's HELLO (reader thread, before any TUNNEL_OPEN of the session). */
+    void agentHello(int version, int caps) {
+        this.agentVersion = version;
+        this.windows = (caps & Protocol.CAP_TUNNEL_WINDOW) != 0;
+    }
 
     void forget(int chan) { tunnels.remove(chan); }
 
@@ -40,25 +46,12 @@ final class TunnelRouter {
         }
         TunnelChannel t = tunnels.get(chan);
         if (t == null) {
-            if (f.type() == Protocol.DATA || f.type() == Protocol.CLOSE || f.type() == Protocol.RESET || f.type() == Protocol.ERROR) return; // crossed our RESET
+            if (f.type() == Protocol.DATA || f.type() == Protocol.CLOSE || f.type() == Protocol.RESET || f.type() == Protocol.ERROR
+                    || f.type() == Protocol.WINDOW) return; // crossed our RESET
             throw new ProtocolException("unexpected " + f + " on tunnel channel");
         }
-        Tunnel.Sink sink = t.sink;
         try {
-            switch (f.type()) {
-                case Protocol.DATA -> sink.onData(ByteBuffer.wrap(r.rest()));
-                case Protocol.CLOSE -> {
-                    r.end();
-                    if (t.remoteClose()) tunnels.remove(chan, t);
-                    sink.onClose();
-                }
-                case Protocol.RESET, Protocol.ERROR -> {
-                    String reason = f.type() == Protocol.RESET ? r.str() : AgentClient.errorOf(f, "tunnel").getMessage();
-                    tunnels.remove(chan, t);
-                    t.remoteReset(reason);
-                }
-                default -> throw new ProtocolException("unexpected " + f + " on tunnel channel");
-            }
+            if (t.onStreamFrame(f)) tunnels.remove(chan, t);
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "tunnel sink failed on " + f + "; resetting the tunnel", e);
             t.reset("host-side tunnel sink failed");
@@ -66,10 +59,10 @@ final class TunnelRouter {
     }
 
     private void open(int chan, int port, int exec) throws ProtocolException {
-        TunnelChannel t = new TunnelChannel(client, writer, chan, port, exec);
+        TunnelChannel t = new TunnelChannel(client, writer, chan, port, exec, windows);
         if (tunnels.putIfAbsent(chan, t) != null) throw new ProtocolException("TUNNEL_OPEN on channel 0x" + Integer.toHexString(chan) + " already open");
         TunnelHandler h = handler;
-        Tunnel.Sink sink = null;
+        StreamSink sink = null;
         try {
             if (h != null) sink = h.onOpen(t);
         } catch (RuntimeException e) {

@@ -50,6 +50,11 @@ class AgentClientHostileAgentTest {
 
     /** Runs the handshake against the fake agent, which answers HELLO with {@code version}. */
     private AgentClient handshake(int version) throws Exception {
+        return handshake(version, 0);
+    }
+
+    /** The same, announcing {@code extraCaps} besides the usual ones. */
+    private AgentClient handshake(int version, int extraCaps) throws Exception {
         CompletableFuture<AgentClient> c = CompletableFuture.supplyAsync(() -> {
             try {
                 return AgentClient.handshake(hostEnd, Duration.ofSeconds(5));
@@ -59,7 +64,7 @@ class AgentClientHostileAgentTest {
         });
         Frame hello = fake.read();
         assertEquals(Protocol.HELLO, hello.type());
-        PayloadWriter w = new PayloadWriter().u16(version).u32(version >= 3 ? 0xf | Protocol.CAP_ATTACH : 0xf).str("fake");
+        PayloadWriter w = new PayloadWriter().u16(version).u32((version >= 3 ? 0xf | Protocol.CAP_ATTACH : 0xf) | extraCaps).str("fake");
         if (version >= 3) w.str("0badcafe"); // version 3 on: the session tag
         fake.write(Protocol.HELLO, 0, w.toBytes());
         try {
@@ -91,6 +96,54 @@ class AgentClientHostileAgentTest {
         int[] t = opened.poll(5, TimeUnit.SECONDS);
         assertEquals(3128, t[0]);
         assertEquals(0, t[1]);
+        assertTrue(client.isOpen());
+        client.close();
+    }
+
+    /** An agent with CAP_TUNNEL_WINDOW that sends more than its credit on a tunnel breaks the protocol. */
+    @Test
+    void tunnelWindow_agentSendsPastItsCredit_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(3, Protocol.CAP_TUNNEL_WINDOW);
+        java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
+        CompletableFuture<Boolean> flowControlled = new CompletableFuture<>();
+        client.setTunnelHandler(t -> {
+            flowControlled.complete(t.flowControlled());
+            return new Tunnel.Sink() {
+                @Override public void onData(java.nio.ByteBuffer data) { got.addAndGet(data.remaining()); }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).u32(0).toBytes());
+        assertTrue(flowControlled.get(5, TimeUnit.SECONDS));
+        fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]); // all of its credit: fine
+        fake.write(Protocol.DATA, 0x80000001, new byte[1]);             // one byte more than it was given
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (client.isOpen() && System.nanoTime() < deadline) Thread.sleep(10);
+        assertFalse(client.isOpen(), "the host kept talking to an agent that broke the tunnel window");
+        assertEquals(Tunnel.WINDOW, got.get());
+    }
+
+    /** An agent without CAP_TUNNEL_WINDOW (it predates it) gets tunnels without flow control, as before. */
+    @Test
+    void tunnelWindow_agentWithoutTheCap_tunnelsNotFlowControlled() throws Exception {
+        AgentClient client = handshake(3);
+        java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
+        CompletableFuture<Boolean> flowControlled = new CompletableFuture<>();
+        client.setTunnelHandler(t -> {
+            flowControlled.complete(t.flowControlled());
+            return new Tunnel.Sink() {
+                @Override public void onData(java.nio.ByteBuffer data) { got.addAndGet(data.remaining()); }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { }
+            };
+        });
+        fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).u32(0).toBytes());
+        assertFalse(flowControlled.get(5, TimeUnit.SECONDS));
+        for (int i = 0; i < 3; i++) fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (got.get() < 3L * Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
+        assertEquals(3L * Tunnel.WINDOW, got.get());
         assertTrue(client.isOpen());
         client.close();
     }

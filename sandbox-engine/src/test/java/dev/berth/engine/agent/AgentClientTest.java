@@ -48,7 +48,8 @@ class AgentClientTest {
     @Test
     void hello_handshake_announcesCapabilitiesAndAnswersPing() throws Exception {
         int caps = client.agentCapabilities();
-        assertEquals(Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH, caps, "caps 0x" + Integer.toHexString(caps));
+        assertEquals(Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH
+                | Protocol.CAP_TUNNEL_WINDOW, caps, "caps 0x" + Integer.toHexString(caps));
         assertTrue(client.agentName().startsWith("berth-agent"), client.agentName());
         assertTrue(client.ping().compareTo(Duration.ofSeconds(5)) < 0);
         assertTrue(client.isOpen());

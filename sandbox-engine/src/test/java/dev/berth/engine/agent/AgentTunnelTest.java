@@ -47,8 +47,10 @@ class AgentTunnelTest {
             return new Tunnel.Sink() {
                 @Override
                 public void onData(ByteBuffer data) {
+                    int n = data.remaining();
                     if (StandardCharsets.US_ASCII.decode(data.duplicate()).toString().equals("RESET")) tunnel.reset("client asked");
                     else tunnel.write(data);
+                    tunnel.consumed(n); // delivered (echoed): the agent may read that much more
                 }
 
                 @Override
@@ -156,6 +158,107 @@ class AgentTunnelTest {
         s.close();
         String reason = resets.poll(5, TimeUnit.SECONDS);
         assertNotNull(reason, "sink was not told about the client's reset");
+        client.ping();
+    }
+
+    /**
+     * Reported: the host pushed upstream bytes at a tunnel as fast as they came, and the agent reset a tunnel whose
+     * client fell 8 MiB behind ("tunnel client is not reading"), so a slow consumer inside (a throttled disk, a busy
+     * guest) lost its download. Now the tunnel is flow controlled: a client that does not read holds the host to
+     * TUNNEL_WINDOW bytes (write() returns false, nothing is dropped), and once it reads it gets every byte.
+     */
+    @Test
+    void tunnel_clientNotReading_hostHeldToTheWindow_thenEveryByteArrives() throws Exception {
+        int total = 32 << 20;
+        byte[] chunk = new byte[64 * 1024];
+        new Random(7).nextBytes(chunk);
+        java.util.concurrent.atomic.AtomicLong accepted = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<Tunnel> tunnelRef = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.Semaphore writable = new java.util.concurrent.Semaphore(0);
+        client.setTunnelHandler(tunnel -> {
+            tunnelRef.set(tunnel);
+            return new Tunnel.Sink() {
+                @Override public void onData(ByteBuffer data) { tunnel.consumed(data.remaining()); }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { resets.add(reason); }
+                @Override public void onWritable() { writable.release(); }
+            };
+        });
+        try (Socket s = connect()) {
+            s.getOutputStream().write('x'); // the tunnel opens on accept; the byte makes sure the host saw it
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (tunnelRef.get() == null && System.nanoTime() < deadline) Thread.onSpinWait();
+            Tunnel t = tunnelRef.get();
+            assertNotNull(t, "no tunnel opened");
+            assertTrue(t.flowControlled(), "this agent and host both announce CAP_TUNNEL_WINDOW");
+            Thread producer = Thread.ofVirtual().start(() -> {
+                try {
+                    for (long sent = 0; sent < total; sent += chunk.length) {
+                        accepted.addAndGet(chunk.length);
+                        if (!t.write(ByteBuffer.wrap(chunk))) {
+                            while (!t.writable()) writable.tryAcquire(100, TimeUnit.MILLISECONDS);
+                        }
+                    }
+                    t.shutdownOutput();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            // the client reads nothing: the producer must come to a stop, held by the agent's credit
+            long last = -1;
+            while (accepted.get() != last) {
+                last = accepted.get();
+                Thread.sleep(500); // settling: the condition is "no progress", so it is observed over an interval
+            }
+            long socketBuffers = 16L << 20; // loopback send + receive buffers between agent and client, generously
+            assertTrue(accepted.get() < Tunnel.WINDOW + socketBuffers + chunk.length,
+                    "the host queued " + accepted.get() + " bytes for a client that reads nothing");
+            assertTrue(accepted.get() < total, "nothing held the producer back");
+            // now the client reads: everything arrives, in order, and nobody reset anything
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[chunk.length];
+            long got = 0;
+            for (int n; (n = in.readNBytes(buf, 0, buf.length)) > 0; got += n) {
+                assertArrayEquals(java.util.Arrays.copyOf(chunk, n), java.util.Arrays.copyOf(buf, n), "bytes at " + got);
+            }
+            assertEquals(total, got);
+            producer.join();
+        }
+        assertTrue(resets.isEmpty(), resets.toString());
+        client.ping();
+    }
+
+    /** The other way: a host sink that has not passed bytes on stops the client after TUNNEL_WINDOW bytes. */
+    @Test
+    void tunnel_hostNotConsuming_clientHeldToTheWindow_consumedLetsMoreThrough() throws Exception {
+        java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<Tunnel> tunnelRef = new java.util.concurrent.atomic.AtomicReference<>();
+        client.setTunnelHandler(tunnel -> {
+            tunnelRef.set(tunnel);
+            return new Tunnel.Sink() {
+                @Override public void onData(ByteBuffer data) { received.addAndGet(data.remaining()); }
+                @Override public void onClose() { }
+                @Override public void onReset(String reason) { resets.add(reason); }
+            };
+        });
+        try (Socket s = connect()) {
+            Thread writer = Thread.ofVirtual().start(() -> {
+                try {
+                    s.getOutputStream().write(new byte[16 << 20]);
+                } catch (IOException e) {
+                    // closed at the end of the test
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (received.get() < Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
+            assertEquals(Tunnel.WINDOW, received.get(), "the agent sends exactly its credit");
+            tunnelRef.get().consumed(Tunnel.WINDOW / 2);
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (received.get() < Tunnel.WINDOW + Tunnel.WINDOW / 2 && System.nanoTime() < deadline) Thread.sleep(10);
+            assertEquals(Tunnel.WINDOW + Tunnel.WINDOW / 2, received.get(), "consumed credit lets exactly that much more through");
+            s.close();
+            writer.join();
+        }
         client.ping();
     }
 
