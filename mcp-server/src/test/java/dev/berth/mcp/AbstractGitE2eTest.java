@@ -5,19 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.TestPki;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -29,29 +25,17 @@ import tools.jackson.databind.JsonNode;
  * narrows {@code secrets: []} and when it goes to a repository not listed; the real token is nowhere in the
  * workspace; then the clone is snapshotted and a fork of it pushes with its own placeholder.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class AbstractGitE2eTest {
-    /** The isolation level (and image) the suite runs on. */
-    abstract ToolsImage level();
-
+abstract class AbstractGitE2eTest extends AbstractRealClientE2eTest {
     static final String REAL = "glpat-REAL-git-e2e-token-0123456789";
     /** localhost is in the workspace's NO_PROXY; the proxy is the only way out, so git must use it. */
     static final String GIT = "unset NO_PROXY no_proxy; export GIT_TERMINAL_PROMPT=0; git -c credential.helper=/workspace/git-cred.sh ";
     static final String ID = "-c user.name=agent -c user.email=agent@example.invalid ";
 
-    Path dir;
     NginxServer git;
-    McpBridge mcp;
-    final List<String> results = new ArrayList<>();
 
     @BeforeAll
     void start() throws Exception {
-        dir = Files.createTempDirectory("berth-git-e2e-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
-        Path cert = tls.cert();
-        Path key = tls.key();
-        Path root = tls.root();
+        prepare("git");
         for (String repo : List.of("private", "other")) seed(repo);
         Files.writeString(dir.resolve("htpasswd"), "x-access-token:{PLAIN}" + REAL + "\n");
         String locations = """
@@ -71,24 +55,13 @@ abstract class AbstractGitE2eTest {
                       fastcgi_param GIT_PROTOCOL $http_git_protocol;
                     }
                 """.formatted(dir);
-        git = NginxServer.start(dir.resolve("git"), cert, key, locations, true);
+        git = serve(NginxServer.start(dir.resolve("git"), tls.cert(), tls.key(), locations, true));
         Path secret = dir.resolve("git-token");
         Files.writeString(secret, REAL + "\n");
         Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
-        String config = """
-                {"egress": {
-                   "allow": [{"host": "localhost", "ports": [443, %1$d]}],
-                   "tls": {"upstreamTrust": ["%2$s"], "ports": [443, %1$d]},
-                   "secrets": {"gitsrv": {"env": "GIT_TOKEN", "hosts": ["localhost"], "fromFile": "%3$s"}},
-                   "registryRules": {"git": {"hosts": ["localhost"], "pushRepos": ["org/private"]}},
-                   "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
-                """.formatted(git.port, root, secret);
-        Path cfg = dir.resolve("berth.json");
-        Files.writeString(cfg, config);
-        Path home = Files.createDirectories(dir.resolve("home"));
-        level().prepare(home);
-        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
-        mcp.connect();
+        startBerth(git.port, """
+                "secrets": {"gitsrv": {"env": "GIT_TOKEN", "hosts": ["localhost"], "fromFile": "%s"}},
+                "registryRules": {"git": {"hosts": ["localhost"], "pushRepos": ["org/private"]}}""".formatted(secret));
     }
 
     /** A bare repository repos/org/NAME.git on branch main with one commit. */
@@ -114,20 +87,6 @@ abstract class AbstractGitE2eTest {
 
     private String serverHead(String repo) throws Exception {
         return sh(dir, "git", "--git-dir", dir.resolve("repos/org/" + repo + ".git").toString(), "log", "-1", "--format=%s", "main");
-    }
-
-    @AfterAll
-    void stop() throws IOException {
-        if (mcp != null) mcp.close();
-        if (git != null) git.close();
-        dev.berth.engine.spi.Trees.delete(dir);
-    }
-
-    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
-        JsonNode sc = mcp.ok(tool, args);
-        SchemaCheck.assertValid(tool, sc);
-        results.add(sc.toString());
-        return sc;
     }
 
     JsonNode run(String ws, String command, Object... extra) throws IOException {

@@ -4,14 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.TestPki;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -20,10 +18,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -42,11 +38,7 @@ import tools.jackson.databind.JsonNode;
  * are as fresh as the build's downloads, so the rule exempts them ({@code "exempt": ["plugins.*"]}: the path prefix is
  * part of the group name for a repository not at the root); that exemption is the only difference from a plain rule.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class AbstractMavenSupplyChainE2eTest {
-    /** The isolation level (and image) the suite runs on. */
-    abstract ToolsImage level();
-
+abstract class AbstractMavenSupplyChainE2eTest extends AbstractRealClientE2eTest {
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS);
     /** The JDK Maven runs on inside the workspace. */
@@ -55,18 +47,11 @@ abstract class AbstractMavenSupplyChainE2eTest {
     /** JVM options for Maven besides the trust store. */
     abstract String javaOpts();
 
-    Path dir;
     NginxServer repo;
-    McpBridge mcp;
 
     @BeforeAll
     void start() throws Exception {
-        dir = Files.createTempDirectory("berth-mvn-e2e-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
-        Path cert = tls.cert();
-        Path key = tls.key();
-        Path root = tls.root();
+        prepare("mvn");
         Path www = Files.createDirectories(dir.resolve("www"));
         Path ga = Files.createDirectories(www.resolve("maven2/org/example/greeting"));
         for (String v : List.of("1.0.0", "1.1.0")) {
@@ -95,23 +80,12 @@ abstract class AbstractMavenSupplyChainE2eTest {
                 </metadata>
                 """.getBytes(StandardCharsets.UTF_8), FileTime.from(FRESH));
         Path plugins = Path.of(System.getProperty("maven.repo.local", System.getProperty("user.home") + "/.m2/repository"));
-        repo = NginxServer.start(dir.resolve("nginx"), cert, key, """
+        repo = serve(NginxServer.start(dir.resolve("nginx"), tls.cert(), tls.key(), """
                     root %s;
                     location /plugins/ { alias %s/; }
-                """.formatted(www, plugins), false);
-        String config = """
-                {"egress": {
-                   "allow": [{"host": "localhost", "ports": [443, %1$d]}],
-                   "tls": {"upstreamTrust": ["%2$s"], "ports": [443, %1$d]},
-                   "registryRules": {"maven": {"hosts": ["localhost"], "minReleaseAgeDays": 7, "exempt": ["plugins.*"]}},
-                   "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
-                """.formatted(repo.port, root);
-        Path cfg = dir.resolve("berth.json");
-        Files.writeString(cfg, config);
-        Path home = Files.createDirectories(dir.resolve("home"));
-        level().prepare(home);
-        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
-        mcp.connect();
+                """.formatted(www, plugins), false));
+        startBerth(repo.port, """
+                "registryRules": {"maven": {"hosts": ["localhost"], "minReleaseAgeDays": 7, "exempt": ["plugins.*"]}}""");
     }
 
     /** Writes {@code file} and its {@code .sha1}, both with modification time {@code when}. */
@@ -136,13 +110,6 @@ abstract class AbstractMavenSupplyChainE2eTest {
         return bytes.toByteArray();
     }
 
-    @AfterAll
-    void stop() throws IOException {
-        if (mcp != null) mcp.close();
-        if (repo != null) repo.close();
-        dev.berth.engine.spi.Trees.delete(dir);
-    }
-
     String accessLog() {
         try {
             return repo.accessLog();
@@ -159,12 +126,6 @@ abstract class AbstractMavenSupplyChainE2eTest {
         } catch (IOException e) {
             return e.toString();
         }
-    }
-
-    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
-        JsonNode sc = mcp.ok(tool, args);
-        SchemaCheck.assertValid(tool, sc);
-        return sc;
     }
 
     @Test

