@@ -93,6 +93,18 @@ final class Shared {
     }
 
     /** Same loop as the client when it is a NIO loop (listener mode); otherwise any NIO loop. */
+    /**
+     * Read buffers for upstream sockets: Netty's adaptive sizing, up to 256 KiB instead of its 64 KiB default, so a
+     * bulk download crosses to the client's loop in fewer, larger pieces (each read is one hand-off in attach mode),
+     * and at most 4 reads per batch instead of 16, so a batch stays within 1 MiB as before (listener mode bounds its
+     * read-ahead by one batch).
+     */
+    static io.netty.channel.RecvByteBufAllocator upstreamReads() {
+        io.netty.channel.AdaptiveRecvByteBufAllocator a = new io.netty.channel.AdaptiveRecvByteBufAllocator(64, 16 * 1024, 256 * 1024);
+        a.maxMessagesPerRead(4);
+        return a;
+    }
+
     EventLoop upstreamLoop(Channel client) {
         return client instanceof NioSocketChannel ? client.eventLoop() : nioGroup.next();
     }
