@@ -39,6 +39,13 @@ class MicrovmEgressTest {
     @BeforeAll
     void start() throws Exception {
         upstream = EgressFixture.upstream(path -> "hello from the host");
+        upstream.createContext("/big", ex -> {
+            ex.sendResponseHeaders(200, BIG);
+            byte[] block = new byte[64 * 1024];
+            try (var out = ex.getResponseBody()) {
+                for (long left = BIG; left > 0; left -= block.length) out.write(block, 0, (int) Math.min(block.length, left));
+            }
+        });
         port = upstream.getAddress().getPort();
         home = Files.createTempDirectory("berth-vm-egress-");
         EgressSettings egress = EgressFixture.proxy(List.of("allowed.test:" + port));
@@ -56,6 +63,21 @@ class MicrovmEgressTest {
 
     RunResult sh(String cmd) throws EngineException {
         return engine.run(Tenant.LOCAL, RunRequest.of(ws, cmd), OutputListener.NONE);
+    }
+
+    static final long BIG = 24L << 20;
+
+    /**
+     * A reader in the guest that stalls (here a pipe whose reader sleeps 3 s first) while the upstream sends 24 MiB:
+     * the tunnel is flow controlled over the virtio-serial channel too, so the host holds back instead of the agent
+     * resetting the tunnel once 8 MiB piled up for a client that does not read (what the code before did).
+     */
+    @Test
+    void stallingReaderInTheGuest_bigDownload_everyByteArrives() throws Exception {
+        RunResult r = engine.run(Tenant.LOCAL, new RunRequest(ws, "wget -q -O - http://allowed.test:" + port + "/big | (sleep 3; wc -c)",
+                null, null, 180, null, null), OutputListener.NONE);
+        assertEquals(0, r.exitCode(), r.toString());
+        assertEquals(Long.toString(BIG), r.stdout().trim(), r.toString());
     }
 
     @Test
