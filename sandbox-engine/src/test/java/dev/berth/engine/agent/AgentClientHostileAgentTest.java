@@ -100,11 +100,8 @@ class AgentClientHostileAgentTest {
         client.close();
     }
 
-    /** An agent with CAP_TUNNEL_WINDOW that sends more than its credit on a tunnel breaks the protocol. */
-    @Test
-    void tunnelWindow_agentSendsPastItsCredit_isAProtocolViolation() throws Exception {
-        AgentClient client = handshake(3, Protocol.CAP_TUNNEL_WINDOW);
-        java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
+    /** The fake agent opens tunnel 0x80000001; its sink counts into {@code got}. Returns whether it is flow controlled. */
+    private boolean openCountingTunnel(AgentClient client, java.util.concurrent.atomic.AtomicLong got) throws Exception {
         CompletableFuture<Boolean> flowControlled = new CompletableFuture<>();
         client.setTunnelHandler(t -> {
             flowControlled.complete(t.flowControlled());
@@ -115,7 +112,15 @@ class AgentClientHostileAgentTest {
             };
         });
         fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).u32(0).toBytes());
-        assertTrue(flowControlled.get(5, TimeUnit.SECONDS));
+        return flowControlled.get(5, TimeUnit.SECONDS);
+    }
+
+    /** An agent with CAP_TUNNEL_WINDOW that sends more than its credit on a tunnel breaks the protocol. */
+    @Test
+    void tunnelWindow_agentSendsPastItsCredit_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(3, Protocol.CAP_TUNNEL_WINDOW);
+        java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
+        assertTrue(openCountingTunnel(client, got));
         fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]); // all of its credit: fine
         fake.write(Protocol.DATA, 0x80000001, new byte[1]);             // one byte more than it was given
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
@@ -129,17 +134,7 @@ class AgentClientHostileAgentTest {
     void tunnelWindow_agentWithoutTheCap_tunnelsNotFlowControlled() throws Exception {
         AgentClient client = handshake(3);
         java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
-        CompletableFuture<Boolean> flowControlled = new CompletableFuture<>();
-        client.setTunnelHandler(t -> {
-            flowControlled.complete(t.flowControlled());
-            return new Tunnel.Sink() {
-                @Override public void onData(java.nio.ByteBuffer data) { got.addAndGet(data.remaining()); }
-                @Override public void onClose() { }
-                @Override public void onReset(String reason) { }
-            };
-        });
-        fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).u32(0).toBytes());
-        assertFalse(flowControlled.get(5, TimeUnit.SECONDS));
+        assertFalse(openCountingTunnel(client, got));
         for (int i = 0; i < 3; i++) fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (got.get() < 3L * Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
