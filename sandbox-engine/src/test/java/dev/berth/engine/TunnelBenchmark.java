@@ -41,6 +41,9 @@ public final class TunnelBenchmark {
         try (Engine engine = Engine.start(EngineConfig.defaults(home, List.of(new NamespaceDriver(home))).withEgress(egress))) {
             String ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
             String inside = "curl -sS --proxytunnel -o /dev/null -w '%{speed_download}' http://allowed.test:" + port + "/";
+            // warm-up: the JIT compiles the data path during the first gigabyte (C2 was still busy after 4 s without it)
+            RunResult warm = engine.run(Tenant.LOCAL, new RunRequest(ws, inside, null, null, 300, null, null), OutputListener.NONE);
+            if (warm.exitCode() != 0) throw new IllegalStateException("warm-up curl in the workspace failed: " + warm);
             double[] w = new double[rounds];
             double[] d = new double[rounds];
             for (int r = 0; r < rounds; r++) {
