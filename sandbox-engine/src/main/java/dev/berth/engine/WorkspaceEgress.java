@@ -161,7 +161,7 @@ final class WorkspaceEgress implements TunnelHandler {
             @Override public void shutdownOutput() { tunnel.shutdownOutput(); }
             @Override public void reset(String reason) { tunnel.reset(reason); }
             @Override public void proxyWritabilityChanged(boolean writable) {
-                if (writable) creditBack(tunnel, withheld.getAndSet(0));
+                if (writable) tunnel.consumed((int) withheld.getAndSet(0)); // at most the tunnel's window
             }
         });
         handle[0] = conn;
@@ -177,21 +177,13 @@ final class WorkspaceEgress implements TunnelHandler {
                     tunnel.consumed(n);
                 } else {
                     withheld.addAndGet(n); // returned when the proxy says it can take more
-                    if (conn.writable()) creditBack(tunnel, withheld.getAndSet(0)); // it may have said so already
+                    if (conn.writable()) tunnel.consumed((int) withheld.getAndSet(0)); // it may have said so already
                 }
             }
             @Override public void onClose() { closed.run(); conn.shutdownInput(); }
             @Override public void onReset(String reason) { closed.run(); conn.abort(reason); }
             @Override public void onWritable() { conn.clientWritable(true); }
         };
-    }
-
-    private static void creditBack(Tunnel tunnel, long bytes) {
-        for (long left = bytes; left > 0; ) {
-            int n = (int) Math.min(left, Integer.MAX_VALUE);
-            tunnel.consumed(n);
-            left -= n;
-        }
     }
 
     /** A decision on a connection no run could be attributed: every active run hears of a denial. */
