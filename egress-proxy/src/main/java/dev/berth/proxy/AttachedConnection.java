@@ -150,6 +150,8 @@ final class AttachedConnection extends ChannelInboundHandlerAdapter implements P
                     outputSignalled = true;
                     sink.shutdownOutput();
                 }
+                // everything before the signal has been read: the proxy's graceful close can happen now, from here
+                if (s.thenClose()) ctx.close();
             }
             case Downstream.Reset r -> {
                 if (closed.compareAndSet(false, true)) {

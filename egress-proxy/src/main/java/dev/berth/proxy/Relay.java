@@ -232,8 +232,10 @@ final class Relay extends ChannelInboundHandlerAdapter {
             peer.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> Downstream.shutdownOutput(peer));
             if (++state.halfClosed == 2) {
                 if (state.closeReason == null) state.closeReason = "complete";
-                peer.close();
-                ctx.channel().close();
+                Channel client = fromClient ? ctx.channel() : peer;
+                Channel upstream = fromClient ? peer : ctx.channel();
+                upstream.close();
+                Downstream.closeGracefully(client); // an attach client's peer may not have read everything yet
             }
         } else if (evt instanceof IdleStateEvent) {
             abortBoth("idle timeout (" + session.config().idleTimeout().toMillis() + " ms without traffic)");
