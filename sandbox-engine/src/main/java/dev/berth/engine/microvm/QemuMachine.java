@@ -322,8 +322,22 @@ final class QemuMachine implements AutoCloseable {
     /** Writes the stopped guest's device state (and any RAM not in a shared file) to {@code file}. */
     void save(Path file) throws IOException {
         if (file.toString().contains("'")) throw new IOException("state file path must not contain a quote: " + file);
-        qmp.execute("migrate", Map.of("uri", "exec:cat > '" + file + "'"), Duration.ofSeconds(30));
+        // QEMU reports the migration completed once it has written everything into the pipe, not when cat has put it
+        // in the file: a park that measured the file then recorded 0 bytes under load (MicrovmVerifiedResumeTest saw
+        // "state is 62206 bytes, park wrote 0"). cat writes a partial name and the file appears, renamed, only whole.
+        Path partial = file.resolveSibling(file.getFileName() + ".partial");
+        Files.deleteIfExists(partial);
+        Files.deleteIfExists(file);
+        qmp.execute("migrate", Map.of("uri", "exec:cat > '" + partial + "' && mv '" + partial + "' '" + file + "'"), Duration.ofSeconds(30));
         awaitMigration(Duration.ofSeconds(300));
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!Files.exists(file)) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("QEMU's saved state never reached " + file + " (the writer left "
+                        + (Files.exists(partial) ? Files.size(partial) + " bytes in " + partial : "nothing") + ")");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000); // cat and mv finish within milliseconds
+        }
     }
 
     void cont() throws IOException { qmp.execute("cont"); }
