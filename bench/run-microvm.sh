@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-mvn -B -q -pl sandbox-engine -am test-compile
-mvn -B -q -pl sandbox-engine dependency:build-classpath -Dmdep.outputFile=target/bench.cp -Dmdep.includeScope=test
+# one reactor run: the sibling modules resolve to their target/classes, so nothing needs `mvn install` first
+mvn -B -q -pl sandbox-engine -am test-compile dependency:build-classpath -Dmdep.outputFile=target/bench.cp -Dmdep.includeScope=test
 exec java -cp "sandbox-engine/target/test-classes:sandbox-engine/target/classes:$(cat sandbox-engine/target/bench.cp)" \
   dev.berth.engine.microvm.MicrovmBenchmark "${1:-3}" "${2:-256}" ${3:+"$3"}
