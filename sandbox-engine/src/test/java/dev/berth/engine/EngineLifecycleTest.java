@@ -155,8 +155,10 @@ class EngineLifecycleTest {
         long pid = engine.sandboxOf(A, id).hostPid();
         Thread killer = Thread.ofVirtual().start(() -> {
             try {
-                Thread.sleep(500);
-            } catch (InterruptedException ignored) { }
+                // mid-run: once the run's sleep is a process under the sandbox
+                Await.until("the run's sleep has started", () -> ProcessHandle.of(pid).stream().flatMap(ProcessHandle::descendants)
+                        .anyMatch(d -> d.info().commandLine().orElse("").contains("sleep 30")));
+            } catch (Exception ignored) { }
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         });
         var e = assertThrows(EngineException.class, () -> sh(A, id, "sleep 30"));

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.berth.engine.namespace.NamespaceDriver;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -36,13 +35,8 @@ class LifecyclePolicyTest {
         if (home != null) dev.berth.engine.spi.Trees.delete(home);
     }
 
-    /** Waits for a condition, bounded (the bound times nothing: it only keeps a broken test from hanging). */
-    static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting until " + what);
-            Thread.sleep(50);
-        }
+    static void await(BooleanSupplier condition, String what) throws Exception {
+        Await.until(what, condition::getAsBoolean);
     }
 
     WorkspaceState state(Tenant t, String id) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import dev.berth.engine.agent.Tunnel;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.DriverCapabilities;
@@ -227,13 +228,20 @@ class MicrovmDriverTest {
         assertTrue(e.getMessage().contains("minimum"), e.getMessage());
     }
 
+    /** The background loop's count, or -1 before its first write. */
+    private static long counter(Sandbox s) throws Exception {
+        String out = Guest.sh(s.agent(), "cat /tmp/counter 2>/dev/null; true").out().strip();
+        return out.isEmpty() ? -1 : Long.parseLong(out);
+    }
+
     @Test
     void parkThenResume_keepsMemoryProcessesAndFiles() throws Exception {
         Sandbox ws = start("ws-park", new StartRequest.Fresh());
         Guest.sh(ws.agent(), "echo in-tmpfs > /tmp/t; echo on-disk > /workspace/d");
         // a run of its own, which outlives the park (nothing backgrounded with & outlives its run)
-        Guest.start(ws.agent(), "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done");
-        Thread.sleep(500);
+        // the counter is replaced with rename, so a read never sees it half written (a park can stop the guest anywhere)
+        Guest.start(ws.agent(), "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.1; done");
+        Await.until("the background loop has counted", () -> counter(ws) > 0);
         long hostPid = ws.hostPid();
         Sandbox.ParkOutcome p = ws.park();
         assertTrue(p.memoryKept());
@@ -253,10 +261,9 @@ class MicrovmDriverTest {
         synchronized (all) { all.add(back); }
         assertEquals("in-tmpfs\n", Guest.sh(back.agent(), "cat /tmp/t").out());
         assertEquals("on-disk\n", Guest.sh(back.agent(), "cat /workspace/d").out());
-        long a = Long.parseLong(Guest.sh(back.agent(), "cat /tmp/counter").out().strip());
-        Thread.sleep(600);
-        long b = Long.parseLong(Guest.sh(back.agent(), "cat /tmp/counter").out().strip());
-        assertTrue(b > a, "the background loop started before park still runs: " + a + " -> " + b);
+        long a = counter(back);
+        assertTrue(a > 0, "the counter survived the park: " + a);
+        Await.until("the background loop started before park still runs (it was at " + a + ")", () -> counter(back) > a);
         long guestNow = Long.parseLong(Guest.sh(back.agent(), "date +%s").out().strip());
         assertTrue(Math.abs(guestNow - System.currentTimeMillis() / 1000) < 5, "clock set after restore");
         back.destroy();
@@ -264,9 +271,9 @@ class MicrovmDriverTest {
         // The snapshot taken while parked forks into a machine with the same memory.
         Sandbox fork = start("ws-park-fork", new StartRequest.Fork(parkedSnap));
         assertEquals("in-tmpfs\n", Guest.sh(fork.agent(), "cat /tmp/t").out());
-        long c = Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip());
-        Thread.sleep(400);
-        assertTrue(Long.parseLong(Guest.sh(fork.agent(), "cat /tmp/counter").out().strip()) > c);
+        long c = counter(fork);
+        assertTrue(c > 0, "the fork has the parked counter: " + c);
+        Await.until("the fork's copy of the loop runs (it was at " + c + ")", () -> counter(fork) > c);
         fork.destroy();
     }
 

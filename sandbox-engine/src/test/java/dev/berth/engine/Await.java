@@ -1,0 +1,34 @@
+package dev.berth.engine;
+
+import java.time.Duration;
+
+/**
+ * Waiting on a condition in tests, never on the clock. The bound times nothing: it only keeps a broken test from
+ * hanging, so it is generous (TCG guests on a loaded 2-core CI machine are slow).
+ */
+public final class Await {
+    /** A condition that may throw (a guest command, a file read). */
+    @FunctionalInterface
+    public interface Condition {
+        boolean holds() throws Exception;
+    }
+
+    public static final Duration BOUND = Duration.ofSeconds(60);
+
+    private Await() {}
+
+    /** Polls until {@code condition} holds; fails with "timed out waiting until {@code what}" after {@link #BOUND}. */
+    public static void until(String what, Condition condition) throws Exception {
+        until(what, BOUND, condition);
+    }
+
+    public static void until(String what, Duration bound, Condition condition) throws Exception {
+        long deadline = System.nanoTime() + bound.toNanos();
+        long pause = 10;
+        while (!condition.holds()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("timed out after " + bound.toSeconds() + " s waiting until " + what);
+            Thread.sleep(pause);
+            pause = Math.min(pause * 2, 200);
+        }
+    }
+}
