@@ -69,7 +69,7 @@ class AttachBackPressureTest {
                     @Override public void proxyWritabilityChanged(boolean w) { if (w) resumed.countDown(); }
                 });
                 c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + stalled.getLocalPort() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
-                assertTrue(established.await(5, TimeUnit.SECONDS));
+                assertTrue(established.await(30, TimeUnit.SECONDS));
                 byte[] chunk = new byte[64 * 1024];
                 long written = 0;
                 boolean accepting = true;
@@ -89,7 +89,7 @@ class AttachBackPressureTest {
                         // closed at end of test
                     }
                 });
-                assertTrue(resumed.await(10, TimeUnit.SECONDS), "engine told to resume once the upstream drains");
+                assertTrue(resumed.await(30, TimeUnit.SECONDS), "engine told to resume once the upstream drains");
                 c.abort("test done");
                 up.close();
             }

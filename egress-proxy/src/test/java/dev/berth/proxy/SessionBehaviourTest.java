@@ -239,9 +239,9 @@ class SessionBehaviourTest {
                 @Override public void closed() { closed.countDown(); }
             });
             c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + h.plainEcho.port() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
-            assertTrue(opened.await(5, TimeUnit.SECONDS));
+            assertTrue(opened.await(30, TimeUnit.SECONDS));
             c.abort("workspace closed");
-            assertTrue(closed.await(5, TimeUnit.SECONDS));
+            assertTrue(closed.await(30, TimeUnit.SECONDS));
             AuditRecord a = h.awaitAudit(r -> "ws-abort".equals(r.workspace()) && "connect".equals(r.kind()));
             assertEquals("aborted by engine: workspace closed", a.closeReason());
             assertEquals("run-9", a.run());
@@ -262,7 +262,7 @@ class SessionBehaviourTest {
             });
             c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + h.tlsEcho.port() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
             c.write(ByteBuffer.wrap(ClientHellos.withSni("evil.test")));
-            assertTrue(done.await(5, TimeUnit.SECONDS));
+            assertTrue(done.await(30, TimeUnit.SECONDS));
             assertEquals("TLS SNI 'evil.test' does not match CONNECT host 'allowed.test'", reset.get());
             assertEquals(1, ds.size());
             assertFalse(ds.getFirst().allowed());

@@ -96,7 +96,7 @@ class WorkingPathsTest extends HarnessTest {
         ProxyConnection c = h.proxy.attach(ctx, sink);
         String req = "GET http://allowed.test:" + h.http.port() + "/att HTTP/1.1\r\nHost: allowed.test:" + h.http.port() + "\r\nConnection: close\r\n\r\n";
         assertTrue(c.write(ByteBuffer.wrap(req.getBytes(StandardCharsets.US_ASCII))));
-        assertTrue(closed.await(5, TimeUnit.SECONDS));
+        assertTrue(closed.await(30, TimeUnit.SECONDS));
         String text;
         synchronized (sink) {
             text = got.toString(StandardCharsets.ISO_8859_1);
@@ -120,7 +120,7 @@ class WorkingPathsTest extends HarnessTest {
         c.write(ByteBuffer.wrap(("CONNECT allowed.test:" + h.plainEcho.port() + " HTTP/1.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
         c.write(ByteBuffer.wrap("over-the-tunnel".getBytes(StandardCharsets.US_ASCII)));
         c.shutdownInput();
-        assertTrue(outputShut.await(5, TimeUnit.SECONDS), "upstream EOF reaches the sink");
+        assertTrue(outputShut.await(30, TimeUnit.SECONDS), "upstream EOF reaches the sink");
         String text;
         synchronized (sink) {
             text = got.toString(StandardCharsets.ISO_8859_1);

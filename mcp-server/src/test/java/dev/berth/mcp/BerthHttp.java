@@ -112,7 +112,7 @@ final class BerthHttp implements AutoCloseable {
 
     boolean stoppedCleanly() throws Exception {
         if (process.isAlive()) return false;
-        logEnded.get(10, TimeUnit.SECONDS); // the output of an exited process ends: the reader has every line
+        logEnded.get(30, TimeUnit.SECONDS); // the output of an exited process ends: the reader has every line
         return log.toString().contains("berth http stopped");
     }
 }

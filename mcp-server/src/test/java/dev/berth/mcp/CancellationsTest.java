@@ -37,18 +37,18 @@ class CancellationsTest {
         CountDownLatch started = new CountDownLatch(2);
         var a = blockingCall("alice|s1|n:1", started);
         var b = blockingCall("bob|s1|n:1", started);
-        assertTrue(started.await(5, TimeUnit.SECONDS));
+        assertTrue(started.await(30, TimeUnit.SECONDS));
         assertTrue(c.cancel("alice|s1|n:1", "test"));
-        assertEquals("interrupted", a.get(5, TimeUnit.SECONDS));
+        assertEquals("interrupted", a.get(30, TimeUnit.SECONDS));
         assertFalse(b.isDone(), "bob's call with the same request id must keep running");
         assertTrue(c.cancel("bob|s1|n:1", null));
-        assertEquals("interrupted", b.get(5, TimeUnit.SECONDS));
+        assertEquals("interrupted", b.get(30, TimeUnit.SECONDS));
     }
 
     @Test
     void cancelBeforeStart_isAppliedWhenTheCallStarts() throws Exception {
         assertFalse(c.cancel("t|s|n:7", "raced ahead"));
-        assertEquals("interrupted", blockingCall("t|s|n:7", new CountDownLatch(1)).get(5, TimeUnit.SECONDS));
+        assertEquals("interrupted", blockingCall("t|s|n:7", new CountDownLatch(1)).get(30, TimeUnit.SECONDS));
     }
 
     @Test

@@ -33,8 +33,8 @@ class RestartE2eTest {
             var sandboxes = server.descendants().filter(p -> p.info().command().orElse("").endsWith("bwrap")).toList();
             assertFalse(sandboxes.isEmpty(), "expected bwrap processes under the server");
             server.destroyForcibly(); // SIGKILL: no shutdown hook runs
-            server.onExit().get(10, TimeUnit.SECONDS);
-            for (ProcessHandle p : sandboxes) p.onExit().get(10, TimeUnit.SECONDS); // --die-with-parent
+            server.onExit().get(30, TimeUnit.SECONDS);
+            for (ProcessHandle p : sandboxes) p.onExit().get(30, TimeUnit.SECONDS); // --die-with-parent
         }
         try (McpBridge mcp = McpBridge.stdio(home, McpBridge.poolOff(home, "--isolation", "namespace"))) {
             mcp.connect();

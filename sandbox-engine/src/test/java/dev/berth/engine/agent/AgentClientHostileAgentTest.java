@@ -68,14 +68,14 @@ class AgentClientHostileAgentTest {
         if (version >= 3) w.str("0badcafe"); // version 3 on: the session tag
         fake.write(Protocol.HELLO, 0, w.toBytes());
         try {
-            return c.get(5, TimeUnit.SECONDS);
+            return c.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             throw (Exception) e.getCause().getCause();
         }
     }
 
     private static AgentException failureOf(CompletableFuture<?> f) {
-        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(5, TimeUnit.SECONDS));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof AgentException, e.getCause().toString());
         return (AgentException) e.getCause();
     }
@@ -93,7 +93,7 @@ class AgentClientHostileAgentTest {
             };
         });
         fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).toBytes()); // BAP/1: no exec field
-        int[] t = opened.poll(5, TimeUnit.SECONDS);
+        int[] t = opened.poll(30, TimeUnit.SECONDS);
         assertEquals(3128, t[0]);
         assertEquals(0, t[1]);
         assertTrue(client.isOpen());
@@ -112,7 +112,7 @@ class AgentClientHostileAgentTest {
             };
         });
         fake.write(Protocol.TUNNEL_OPEN, 0x80000001, new PayloadWriter().u16(3128).u32(0).toBytes());
-        return flowControlled.get(5, TimeUnit.SECONDS);
+        return flowControlled.get(30, TimeUnit.SECONDS);
     }
 
     /** An agent with CAP_TUNNEL_WINDOW that sends more than its credit on a tunnel breaks the protocol. */
@@ -210,7 +210,7 @@ class AgentClientHostileAgentTest {
         Frame req = fake.read();
         assertEquals(Protocol.EXEC, req.type());
         fake.write(Protocol.STARTED, req.chan(), new PayloadWriter().u32(4242).toBytes());
-        ExecHandle h = exec.get(5, TimeUnit.SECONDS);
+        ExecHandle h = exec.get(30, TimeUnit.SECONDS);
         assertEquals(4242, h.pid());
         fake.close();
         AgentException e = failureOf(h.exit());
@@ -254,11 +254,11 @@ class AgentClientHostileAgentTest {
         fake.write(Protocol.ATTACHED, req.chan(), new PayloadWriter().u32(4242).u64(1000).toBytes());
         fake.write(Protocol.STDOUT, req.chan(), "kept\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
         fake.write(Protocol.EXIT, req.chan(), new byte[] {0, 0, 0, 3, 0, 0, 0, 0, 0});
-        ExecHandle h = attach.get(5, TimeUnit.SECONDS);
+        ExecHandle h = attach.get(30, TimeUnit.SECONDS);
         assertEquals(4242, h.pid());
         assertEquals(1000, h.droppedWhileDetached());
         assertEquals("0badcafe-7", h.run());
-        assertEquals(3, h.exit().get(5, TimeUnit.SECONDS).exitCode());
+        assertEquals(3, h.exit().get(30, TimeUnit.SECONDS).exitCode());
         assertEquals("kept\n", out.stdout());
         assertThrows(IllegalStateException.class, () -> h.writeStdin(new byte[] {1}), "an attached run's stdin is closed");
         client.close();
@@ -276,7 +276,7 @@ class AgentClientHostileAgentTest {
         });
         Frame req = fake.read();
         fake.write(Protocol.STDOUT, req.chan(), new byte[] {1});
-        ExecutionException e = assertThrows(ExecutionException.class, () -> exec.get(5, TimeUnit.SECONDS));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> exec.get(30, TimeUnit.SECONDS));
         assertTrue(e.getCause().getCause() instanceof AgentException, e.toString());
         assertFalse(client.isOpen());
     }

@@ -150,7 +150,7 @@ class AgentClientTest {
         assertFalse(writer.isAlive(), "host writes must not block forever on a child that never reads");
         assertTrue(client.ping().compareTo(Duration.ofSeconds(5)) < 0);
         h.signal(9);
-        assertEquals(9, h.exit().get(10, TimeUnit.SECONDS).termSignal());
+        assertEquals(9, h.exit().get(30, TimeUnit.SECONDS).termSignal());
     }
 
     @Test
@@ -158,7 +158,7 @@ class AgentClientTest {
         Output out = new Output();
         ExecHandle h = client.exec(sh("cat; echo done"), out);
         assertThrows(IllegalStateException.class, () -> h.writeStdin(new byte[] {1}));
-        assertEquals(0, h.exit().get(10, TimeUnit.SECONDS).exitCode());
+        assertEquals(0, h.exit().get(30, TimeUnit.SECONDS).exitCode());
         assertEquals("done\n", out.stdout());
     }
 
@@ -198,7 +198,7 @@ class AgentClientTest {
         ExecHandle h = client.exec(new ExecRequest(List.of("/bin/sh", "-c", script), List.of("PATH=/usr/bin:/bin"), "/", 1000, false), out);
         long daemon = awaitPidFile(pidFile);
         assertTrue(AgentHarness.alive(daemon));
-        ExecExit exit = h.exit().get(10, TimeUnit.SECONDS);
+        ExecExit exit = h.exit().get(30, TimeUnit.SECONDS);
         assertEquals(new ExecExit(-1, 9, true), exit);
         AgentHarness.awaitDead(daemon, Duration.ofSeconds(3));
     }
@@ -209,7 +209,7 @@ class AgentClientTest {
         ExecHandle h = client.exec(sh("sleep 1000 & echo $!; wait"), out);
         long child = awaitPidLine(out);
         h.signal(15);
-        ExecExit exit = h.exit().get(10, TimeUnit.SECONDS);
+        ExecExit exit = h.exit().get(30, TimeUnit.SECONDS);
         assertEquals(15, exit.termSignal(), exit.toString());
         assertFalse(exit.timedOut());
         AgentHarness.awaitDead(child, Duration.ofSeconds(3));
@@ -255,7 +255,7 @@ class AgentClientTest {
         try (var s = Files.list(fds)) { before = s.count(); }
         for (int i = 0; i < 1000; i++) {
             ExecRequest req = new ExecRequest(List.of("/bin/true"), List.of(), "/", 0, i % 2 == 0);
-            assertEquals(0, client.exec(req, new Output()).exit().get(10, TimeUnit.SECONDS).exitCode());
+            assertEquals(0, client.exec(req, new Output()).exit().get(30, TimeUnit.SECONDS).exitCode());
         }
         long after;
         try (var s = Files.list(fds)) { after = s.count(); }

@@ -60,7 +60,7 @@ final class AgentHarness implements AutoCloseable {
         });
         SocketChannel c;
         try {
-            c = ch.get(10, TimeUnit.SECONDS);
+            c = ch.get(30, TimeUnit.SECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
             throw new AssertionError("agent did not connect within 10 s; log:\n" + log(), e);
         }

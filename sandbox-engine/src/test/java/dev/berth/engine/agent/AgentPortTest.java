@@ -149,7 +149,7 @@ class AgentPortTest {
         }, VTHREAD);
         Collector c = new Collector();
         PortStream s = open(c);
-        Socket appSide = accepted.get(10, TimeUnit.SECONDS);
+        Socket appSide = accepted.get(30, TimeUnit.SECONDS);
         // push while the stream accepts: the agent holds at most a window, the app's kernel buffers some more, and
         // then the credit stops coming back. (The app's receive buffer stays at its default: shrunk to 4 KiB, Linux
         // drained 320 KiB at 43 KiB/s, one persist-timer probe at a time, which is TCP's business, not ours.)
@@ -231,7 +231,7 @@ class AgentPortTest {
         PortStream s = open(c);
         c.awaitBytes(5);
         s.reset("preview closed");
-        String r = seen.get(10, TimeUnit.SECONDS);
+        String r = seen.get(30, TimeUnit.SECONDS);
         assertTrue(r.startsWith("error") && r.toLowerCase().contains("reset"), r);
     }
 
@@ -251,7 +251,7 @@ class AgentPortTest {
         }, VTHREAD);
         raw.write(Protocol.PORT_OPEN, 7, new PayloadWriter().u16(app.getLocalPort()).toBytes());
         assertEquals(Protocol.PORT_OPENED, raw.read().type());
-        accepted.get(10, TimeUnit.SECONDS).close();
+        accepted.get(30, TimeUnit.SECONDS).close();
         raw.write(Protocol.WINDOW, 7, new PayloadWriter().u32(0).toBytes());
         assertThrows(IOException.class, () -> { for (;;) raw.read(); }, "a WINDOW of 0 ends the session");
         // the agent reconnects and serves a new session

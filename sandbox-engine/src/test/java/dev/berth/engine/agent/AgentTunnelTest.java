@@ -88,7 +88,7 @@ class AgentTunnelTest {
             assertEquals(-1, s.getInputStream().read(), "host CLOSE after client CLOSE must reach the client as EOF");
             writer.join();
         }
-        assertEquals(agent.proxyPort, ports.poll(5, TimeUnit.SECONDS));
+        assertEquals(agent.proxyPort, ports.poll(30, TimeUnit.SECONDS));
         assertTrue(client.isOpen());
     }
 
@@ -120,20 +120,20 @@ class AgentTunnelTest {
         BlockingQueue<Integer> execs = recordExecs();
         int p = agent.proxyPort;
         try (Socket s = connect()) {
-            assertEquals(0, execs.poll(5, TimeUnit.SECONDS), "a connection from outside every run");
+            assertEquals(0, execs.poll(30, TimeUnit.SECONDS), "a connection from outside every run");
         }
         // a grandchild of the run's started process connects
         ExecHandle run = sh("bash -c 'bash -c \"exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1\"'");
-        assertEquals(run.channel(), execs.poll(5, TimeUnit.SECONDS));
+        assertEquals(run.channel(), execs.poll(30, TimeUnit.SECONDS));
         run.exit().get(20, TimeUnit.SECONDS);
         // a daemon that left the run's session and parent chain (setsid -f double-forks) is nobody's
         ExecHandle daemon = sh("setsid -f bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1'; sleep 2");
-        assertEquals(0, execs.poll(5, TimeUnit.SECONDS));
+        assertEquals(0, execs.poll(30, TimeUnit.SECONDS));
         daemon.exit().get(20, TimeUnit.SECONDS);
         // a child that only changed its environment marker is still judged by its tree: the marker is forgeable
         ExecHandle other = sh("sleep 5");
         ExecHandle forger = sh("BERTH_RUN=forged-" + other.channel() + " bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + p + "; sleep 1'");
-        assertEquals(forger.channel(), execs.poll(5, TimeUnit.SECONDS));
+        assertEquals(forger.channel(), execs.poll(30, TimeUnit.SECONDS));
         forger.exit().get(20, TimeUnit.SECONDS);
         other.signal(9);
     }
@@ -156,7 +156,7 @@ class AgentTunnelTest {
         assertEquals('x', s.getInputStream().read());
         s.setSoLinger(true, 0); // close() sends RST
         s.close();
-        String reason = resets.poll(5, TimeUnit.SECONDS);
+        String reason = resets.poll(30, TimeUnit.SECONDS);
         assertNotNull(reason, "sink was not told about the client's reset");
         client.ping();
     }
