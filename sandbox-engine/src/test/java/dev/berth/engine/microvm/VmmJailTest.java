@@ -157,6 +157,55 @@ class VmmJailTest {
         }
     }
 
+    /** Per-mount options ({@code ro,nosuid,...}) by mount point, as the process sees them. */
+    static java.util.Map<String, List<String>> mountOptions(long pid) throws Exception {
+        java.util.Map<String, List<String>> out = new java.util.LinkedHashMap<>();
+        for (String l : Files.readAllLines(Path.of("/proc/" + pid + "/mountinfo"))) {
+            String[] f = l.split(" ");
+            out.put(f[4], List.of(f[5].split(",")));
+        }
+        return out;
+    }
+
+    @Test
+    void qemu_mountsAreNosuidAndWhatItSharesIsReadOnly() throws Exception {
+        var m = mountOptions(vm.hostPid());
+        for (var e : m.entrySet()) {
+            if (e.getKey().startsWith("/usr/")) continue; // /usr's own submounts come as the host has them
+            assertTrue(e.getValue().contains("nosuid"), "a setuid file would work at " + e.getKey() + ": " + e.getValue());
+        }
+        assertTrue(m.get("/usr").contains("ro") && m.get("/usr").contains("nodev"), "/usr " + m.get("/usr"));
+        String own = root.resolve("ws-jail-a/state").toString();
+        assertTrue(m.get(own).containsAll(List.of("rw", "nodev", "noexec")), own + " " + m.get(own));
+        assertTrue(m.get("/proc").contains("noexec"), m.toString());
+        long images = m.entrySet().stream().filter(e -> e.getKey().contains("images/")).peek(e ->
+                assertTrue(e.getValue().containsAll(List.of("ro", "nodev", "noexec")), e.getKey() + " " + e.getValue())).count();
+        assertTrue(images >= 2, "kernel and initramfs are bound in: " + m.keySet());
+    }
+
+    /** The launcher refuses what would leave QEMU with privileges or outside its root, before QEMU runs. */
+    @Test
+    void launcher_refusesBadInvocations() throws Exception {
+        Path launcher = VmmJail.launcher(root.resolve("ws-jail-a/run"));
+        Path rootDir = Files.createDirectories(root.resolve("bad-root"));
+        List<List<String>> bad = List.of(
+                List.of("--root", rootDir.toString(), "--uid", "0", "--gid", "70000", "--", "true"),
+                List.of("--root", rootDir.toString(), "--uid", "70000", "--", "true"),
+                List.of("--root", "relative", "--uid", "70000", "--gid", "70000", "--", "true"),
+                List.of("--root", rootDir.toString(), "--ro", "/etc/../etc/shadow", "--uid", "70000", "--gid", "70000", "--", "true"),
+                List.of("--root", rootDir.toString(), "--link", "../x", "--uid", "70000", "--gid", "70000", "--", "true"),
+                List.of("--root", rootDir.toString(), "--uid", "70000", "--gid", "70000"),
+                List.of("--root", rootDir.toString(), "--ro", "/no/such/file", "--uid", "70000", "--gid", "70000", "--", "true"));
+        for (List<String> args : bad) {
+            List<String> cmd = new java.util.ArrayList<>(List.of(launcher.toString()));
+            cmd.addAll(args);
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            assertEquals(125, p.waitFor(), args + ": " + out);
+            assertTrue(out.startsWith("berth-vmm-jail: "), args + ": " + out);
+        }
+    }
+
     @Test
     void jailedMachines_parkResumeAndRun() throws Exception {
         assertEquals(0, Guest.sh(fork.agent(), "echo hi > /tmp/x").exit().exitCode());
