@@ -12,9 +12,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.local.LocalAddress;
 import io.netty.channel.local.LocalChannel;
-import io.netty.channel.local.LocalIoHandler;
 import io.netty.channel.local.LocalServerChannel;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.timeout.IdleStateHandler;
@@ -53,8 +51,10 @@ public final class EgressProxy implements AutoCloseable {
 
     private EgressProxy(Builder b) {
         ProxyConfig cfg = b.config;
-        this.nioGroup = new MultiThreadIoEventLoopGroup(b.threads, NioIoHandler.newFactory());
+        // one group for sockets and attach LocalChannels (SharedLoopIo): an attached connection's upstream socket runs
+        // on the loop of its LocalChannel pair, so its bytes reach the engine without a hand-off between threads
         this.localGroup = new PairedLocalLoops(b.threads);
+        this.nioGroup = localGroup;
         // Resolution may block (system resolver), so it runs off the event loops. A bounded pool
         // with a bounded queue: a workspace spraying unique names cannot create unbounded
         // blocked getaddrinfo calls; overflow is a denial with a reason, not a stall.
@@ -209,7 +209,7 @@ public final class EgressProxy implements AutoCloseable {
                 new java.util.concurrent.ConcurrentHashMap<>();
 
         PairedLocalLoops(int threads) {
-            super(threads, LocalIoHandler.newFactory());
+            super(threads, SharedLoopIo.newFactory());
         }
 
         void pair(LocalAddress engineSide, io.netty.channel.EventLoop loop) {
@@ -225,6 +225,11 @@ public final class EgressProxy implements AutoCloseable {
             io.netty.channel.EventLoop loop = channel.remoteAddress() == null ? null : pending.remove(channel.remoteAddress());
             return loop != null ? loop.register(channel) : super.register(channel);
         }
+    }
+
+    /** What connections of this proxy share (tests). */
+    Shared shared() {
+        return shared;
     }
 
     private String nextId() {

@@ -106,7 +106,9 @@ final class Shared {
     }
 
     EventLoop upstreamLoop(Channel client) {
-        return client instanceof NioSocketChannel ? client.eventLoop() : nioGroup.next();
+        // an attach LocalChannel's loop is a socket loop as well (SharedLoopIo): the whole path stays on one thread
+        return client.eventLoop() instanceof io.netty.channel.IoEventLoop l && l.isCompatible(io.netty.channel.nio.NioIoHandle.class)
+                ? client.eventLoop() : nioGroup.next();
     }
 
     ChannelFactory<Channel> upstreamChannelFactory() {

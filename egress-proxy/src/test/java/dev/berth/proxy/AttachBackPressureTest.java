@@ -20,8 +20,9 @@ import org.junit.jupiter.api.Test;
 class AttachBackPressureTest {
 
     /**
-     * Both LocalChannels of an attached connection run on one loop, whichever loop the engine side got: a pair on
-     * two loops hands every write to the other thread (the proxy's attach throughput measured that hop).
+     * Both LocalChannels of an attached connection run on one loop, whichever loop the engine side got, and so does
+     * its upstream socket: a pair on two loops hands every write to the other thread (the proxy's attach throughput
+     * measured that hop).
      */
     @Test
     void attachedPair_sharesOneLoop_onEveryLoopOfTheGroup() throws Exception {
@@ -39,6 +40,10 @@ class AttachBackPressureTest {
                 while (c.proxySide == null && System.nanoTime() < deadline) Thread.onSpinWait();
                 assertTrue(c.proxySide != null, "the proxy never accepted attach " + i);
                 assertEquals(c.engineSide().eventLoop(), c.proxySide.eventLoop(), "attach " + i);
+                // and its upstream socket is put on that loop too (SharedLoopIo): no hand-off between threads at all
+                io.netty.channel.EventLoop up = proxy.shared().upstreamLoop(c.proxySide);
+                assertEquals(c.proxySide.eventLoop(), up, "attach " + i + "'s upstream loop");
+                assertTrue(((io.netty.channel.IoEventLoop) up).isCompatible(io.netty.channel.nio.NioIoHandle.class));
                 loops.add(c.proxySide.eventLoop());
                 c.abort("test done");
             }
