@@ -3,11 +3,12 @@
  * Java side, VmmJail.java, says what goes in). It replaces a shell prologue of some twenty processes (unshare, sh,
  * one mount(8) per bind, chroot, setpriv) that made a jailed QEMU start 90-130 ms later than a bare one.
  *
- *   berth-vmm-jail [--cgroup DIR]... --root DIR [--mkdir PATH]... [--link NAME]... [--usr] [--dev NAME]...
+ *   berth-vmm-jail --root DIR [--mkdir PATH]... [--link NAME]... [--usr] [--dev NAME]...
  *                  [--proc] [--rw PATH]... [--ro PATH]... --uid N --gid N [--groups G,G...] -- PROGRAM ARG...
  *
  * In this order, whatever the order of the options:
- *   1. joins each cgroup (v1: writes its pid to DIR/cgroup.procs);
+ *   1. (cgroups are the caller's: it moves this process into them while QEMU starts, since every move under cgroup
+ *      v1 waits for an RCU grace period; see VmmJail.join)
  *   2. a private mount namespace; a 1 MiB tmpfs (mode 0755) on --root becomes the jail's root;
  *   3. --mkdir makes a directory in it, --link NAME a symlink NAME -> usr/NAME (merged /usr);
  *   4. --usr binds /usr recursively, read-only, nosuid, nodev; --dev NAME binds /dev/NAME (nosuid, noexec);
@@ -59,7 +60,7 @@ static void die(const char *what, ...) {
 
 static void usage(const char *msg) {
     errno = 0;
-    die("%s (usage: berth-vmm-jail [--cgroup DIR]... --root DIR [--mkdir PATH]... [--link NAME]... [--usr] "
+    die("%s (usage: berth-vmm-jail --root DIR [--mkdir PATH]... [--link NAME]... [--usr] "
         "[--dev NAME]... [--proc] [--rw PATH]... [--ro PATH]... --uid N --gid N [--groups G,G...] -- PROGRAM ARG...)",
         msg);
 }
@@ -174,20 +175,6 @@ static void bind(const char *src, const char *inside, int recursive, int ro, uns
         die("remount %s", dst);
 }
 
-static void join_cgroup(const char *dir) {
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/cgroup.procs", dir) >= (int)sizeof p) {
-        errno = ENAMETOOLONG;
-        die("%s", dir);
-    }
-    int fd = open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) die("open %s", p);
-    char pid[24];
-    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    if (write(fd, pid, (size_t)n) != n) die("join %s", dir);
-    close(fd);
-}
-
 static void drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int ngroups) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
     for (int cap = 0; cap <= 63; cap++) {
@@ -216,7 +203,7 @@ static void drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int ngrou
 }
 
 int main(int argc, char **argv) {
-    struct list cgroups = {0}, dirs = {0}, links = {0}, devs = {0}, rw = {0}, ro = {0};
+    struct list dirs = {0}, links = {0}, devs = {0}, rw = {0}, ro = {0};
     const char *root = NULL;
     int usr = 0, proc = 0;
     long uid = -1, gid = -1;
@@ -233,8 +220,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--proc") == 0) { proc = 1; continue; }
         if (i + 1 >= argc) usage("an option lacks its value");
         const char *v = argv[++i];
-        if (strcmp(a, "--cgroup") == 0) { check_path(v); add(&cgroups, v); }
-        else if (strcmp(a, "--root") == 0) { check_path(v); root = v; }
+        if (strcmp(a, "--root") == 0) { check_path(v); root = v; }
         else if (strcmp(a, "--mkdir") == 0) { check_path(v); add(&dirs, v); }
         else if (strcmp(a, "--link") == 0) { check_name(v); add(&links, v); }
         else if (strcmp(a, "--dev") == 0) { check_name(v); add(&devs, v); }
@@ -257,8 +243,6 @@ int main(int argc, char **argv) {
     if (uid <= 0 || gid <= 0) usage("--uid and --gid are required and not 0");
     if (strlen(root) >= sizeof g_root) usage("--root too long");
     strcpy(g_root, root);
-
-    for (int k = 0; k < cgroups.n; k++) join_cgroup(cgroups.v[k]);
 
     if (unshare(CLONE_NEWNS) < 0) die("unshare mount namespace");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make mounts private");

@@ -56,6 +56,12 @@ final class QemuMachine implements AutoCloseable {
     /** The full QEMU command line for {@code spec}; {@code specDir} resolves the spec's relative paths. */
     static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                                     boolean incoming) {
+        return commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, incoming, false);
+    }
+
+    /** With {@code paused} a cold boot waits for {@code cont} ({@code -S}); an incoming machine always does. */
+    static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+                                    boolean incoming, boolean paused) {
         List<String> a = new ArrayList<>();
         a.add(qemu);
         a.add("-name"); a.add("berth");
@@ -104,8 +110,8 @@ final class QemuMachine implements AutoCloseable {
         a.add("-device"); a.add("virtserialport,chardev=agent,name=berth.agent");
         a.add("-qmp"); a.add("unix:" + opt(runtimeDir.resolve(QMP_SOCK).toString()) + ",server=on,wait=off");
         a.add("-pidfile"); a.add(runtimeDir.resolve(PID_FILE).toString());
+        if (incoming || paused) a.add("-S");
         if (incoming) {
-            a.add("-S");
             a.add("-incoming"); a.add("defer");
         }
         return a;
@@ -149,10 +155,15 @@ final class QemuMachine implements AutoCloseable {
         }
         if (stateFile != null && stateFile.toString().contains("'"))
             throw new IOException("state file path must not contain a quote: " + stateFile);
-        List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null);
-        if (VmmJail.enabled()) {
+        boolean jailed = VmmJail.enabled();
+        // jailed, a cold boot also starts paused: the guest runs only once QEMU is in its cgroups (see below)
+        List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null, jailed && stateFile == null);
+        List<Path> cgroups = List.of();
+        if (jailed) {
             boolean own = stateFile == null || stateFile.toAbsolutePath().startsWith(specDir.toAbsolutePath());
-            cmd = VmmJail.wrap(cmd, accel, spec, specDir, dataDisk, runtimeDir, own ? List.of() : List.of(stateFile));
+            VmmJail.Launch l = VmmJail.wrap(cmd, accel, spec, specDir, dataDisk, runtimeDir, own ? List.of() : List.of(stateFile));
+            cmd = l.command();
+            cgroups = l.cgroups();
         }
         phases.mark("jail set-up");
         ProcessBuilder pb = new ProcessBuilder(cmd)
@@ -161,6 +172,16 @@ final class QemuMachine implements AutoCloseable {
                 .redirectErrorStream(true)
                 .directory(runtimeDir.toFile());
         Process p = pb.start();
+        // into its cgroups while it starts (each move waits for an RCU grace period); joined before the guest runs
+        List<Path> groups = cgroups;
+        java.util.concurrent.CompletableFuture<Void> inGroups = groups.isEmpty() ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                : java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        VmmJail.join(p.pid(), groups);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, r -> Thread.ofVirtual().name("qemu-cgroups").start(r));
         // QEMU's own messages can be provoked by the guest (device errors): keep only a bounded tail in memory.
         BoundedLog log = new BoundedLog();
         Thread.ofVirtual().name("qemu-log").start(() -> log.drain(p.getInputStream()));
@@ -170,6 +191,7 @@ final class QemuMachine implements AutoCloseable {
         } catch (IOException e) {
             p.destroyForcibly();
             waitFor(p.toHandle(), 5000);
+            inGroups.exceptionally(x -> null).join();
             throw new IOException(e.getMessage() + log.tail(), e);
         }
         QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, log);
@@ -181,6 +203,13 @@ final class QemuMachine implements AutoCloseable {
                     List.of(Map.of("capability", "x-ignore-shared", "state", true),
                             Map.of("capability", "events", "state", true))), Duration.ofSeconds(10));
             phases.mark("QMP set-up");
+            try {
+                inGroups.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw new IOException("QEMU could not be moved into its cgroups: " + e.getCause().getMessage(), e.getCause());
+            }
+            phases.mark("wait for the cgroups");
+            if (jailed && stateFile == null) qmp.execute("cont"); // a cold boot, started paused for the cgroups above
             beforeLoad.check();
             phases.mark("wait for the manifest check");
             if (stateFile != null) {

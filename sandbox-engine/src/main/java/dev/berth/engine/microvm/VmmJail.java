@@ -21,8 +21,9 @@ import java.util.Set;
  * {@link #overheadMiB}) and pids limits. QEMU's own seccomp sandbox stays on inside.
  *
  * <p>The launch is one process, {@code berth-vmm-jail} ({@code src/main/c/vmm-jail}, shipped in the jar), run as root:
- * it joins the cgroups, makes a private mount namespace, builds the root, chroots, drops every privilege and execs
- * QEMU, so the pid QEMU writes to its pid file is the launched process. (It replaced a shell prologue of about twenty
+ * it makes a private mount namespace, builds the root, chroots, drops every privilege and execs QEMU, so the pid QEMU
+ * writes to its pid file is the launched process. The caller moves that process into its cgroups while QEMU starts
+ * ({@link #join}). (It replaced a shell prologue of about twenty
  * processes, one {@code mount} per bind, which made a jailed QEMU reach QMP 90-130 ms after a bare one.)
  *
  * <p>Known limit (QEMU 7.2): a fork maps its snapshot's RAM file privately but QEMU opens it read-write all the
@@ -57,11 +58,17 @@ final class VmmJail {
     static int overheadMiB(Accel accel) { return accel.kvm() ? 128 : 384; }
 
     /**
+     * A jailed launch: the command (the launcher, then QEMU's command line) and the cgroups its process must join
+     * ({@link #join}) before the guest runs.
+     */
+    record Launch(List<String> command, List<Path> cgroups) {}
+
+    /**
      * The jailed form of {@code qemu} (a full QEMU command line). Prepares ownership, groups and cgroups on the way.
      *
      * @param extraReadOnly files outside the state directory QEMU reads (a fork's saved state)
      */
-    static List<String> wrap(List<String> qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+    static Launch wrap(List<String> qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                              List<Path> extraReadOnly) throws IOException {
         String id = key(runtimeDir);
         int uid = HostIdentity.uidFor(id);
@@ -100,7 +107,6 @@ final class VmmJail {
         // runtime directory bound into the jail shows it empty, and root's: made after the chown above)
         Files.createDirectories(runtime.resolve(ROOT_DIR));
         List<String> out = new ArrayList<>(List.of(launcher(runtime).toString()));
-        for (Path g : cgroups) out.addAll(List.of("--cgroup", g.toString()));
         out.addAll(List.of("--root", runtime.resolve(ROOT_DIR).toString(), "--mkdir", "/tmp", "--usr", "--proc"));
         for (String l : List.of("bin", "lib", "lib64", "sbin")) if (Files.isSymbolicLink(Path.of("/" + l))) out.addAll(List.of("--link", l));
         // /dev/kvm only for a KVM machine: a TCG QEMU has no use for it (one mount less, and less to reach after an escape)
@@ -114,7 +120,18 @@ final class VmmJail {
         if (!groups.isEmpty()) out.addAll(List.of("--groups", groups.stream().map(String::valueOf).collect(java.util.stream.Collectors.joining(","))));
         out.add("--");
         out.addAll(qemu);
-        return out;
+        return new Launch(out, cgroups);
+    }
+
+    /**
+     * Moves the process {@code pid} (the launcher, which becomes QEMU) into {@code cgroups}. Done by the caller while
+     * QEMU starts, not by the launcher before it: under cgroup v1 every move waits for an RCU grace period (the
+     * threadgroup lock), measured here at 10-25 ms of a 65-90 ms start to QMP when the launcher did it first. The
+     * caller joins it before the guest runs (QEMU starts with -S or -incoming defer), so no guest instruction runs
+     * outside the groups; only QEMU's own start-up is not charged to them.
+     */
+    static void join(long pid, List<Path> cgroups) throws IOException {
+        for (Path g : cgroups) Files.writeString(g.resolve("cgroup.procs"), Long.toString(pid));
     }
 
     /** Classpath resource of the launcher ({@code src/main/c/vmm-jail}). */

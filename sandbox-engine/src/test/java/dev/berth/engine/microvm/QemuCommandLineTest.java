@@ -31,6 +31,10 @@ class QemuCommandLineTest {
         VmSpec two = new VmSpec("t", "/k", "/i", null, 256, 2, "ram", true, null, 0);
         List<String> b = QemuMachine.commandLine("q", new Accel(false, 1, "t"), two, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false);
         assertEquals("tcg,tb-size=256,thread=single", b.get(b.indexOf("-accel") + 1));
+        assertFalse(a.contains("-S"), "an unjailed cold boot runs at once");
+        // a jailed cold boot starts paused: the guest runs once QEMU is in its cgroups
+        List<String> paused = QemuMachine.commandLine("q", new Accel(false, 1, "t"), SPEC, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false, true);
+        assertTrue(paused.contains("-S") && !paused.contains("-incoming"), paused.toString());
     }
 
     @Test
