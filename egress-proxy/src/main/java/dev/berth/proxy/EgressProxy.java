@@ -8,7 +8,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.local.LocalAddress;
 import io.netty.channel.local.LocalChannel;
@@ -40,8 +39,7 @@ public final class EgressProxy implements AutoCloseable {
     private final Shared shared;
     private final CredentialRegistry credentials;
     private final Approvals approvals;
-    private final EventLoopGroup nioGroup;
-    private final PairedLocalLoops localGroup;
+    private final PairedLocalLoops loops;
     private final ExecutorService resolverThreads;
     private final Channel localServer;
     private final LocalAddress localAddress;
@@ -53,8 +51,7 @@ public final class EgressProxy implements AutoCloseable {
         ProxyConfig cfg = b.config;
         // one group for sockets and attach LocalChannels (SharedLoopIo): an attached connection's upstream socket runs
         // on the loop of its LocalChannel pair, so its bytes reach the engine without a hand-off between threads
-        this.localGroup = new PairedLocalLoops(b.threads);
-        this.nioGroup = localGroup;
+        this.loops = new PairedLocalLoops(b.threads);
         // Resolution may block (system resolver), so it runs off the event loops. A bounded pool
         // with a bounded queue: a workspace spraying unique names cannot create unbounded
         // blocked getaddrinfo calls; overflow is a denial with a reason, not a stall.
@@ -73,13 +70,12 @@ public final class EgressProxy implements AutoCloseable {
                 ca.serverContext("warm-up.invalid"); // generates the shared leaf key now, not on the first CONNECT
             }
         } catch (IOException e) {
-            nioGroup.shutdownGracefully(0, 0, TimeUnit.SECONDS);
-            localGroup.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             dns.shutdownNow();
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
         this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
-        this.shared = new Shared(cfg, gk, b.audit, nioGroup, credentials, ca, upstreamTls, b.nanos);
+        this.shared = new Shared(cfg, gk, b.audit, credentials, ca, upstreamTls, b.nanos);
         credentials.onRevoke(shared::revoked);
         for (SecretBinding sb : cfg.secrets().values()) {
             if (sb.unsafeAllowPlainHttp()) {
@@ -110,7 +106,7 @@ public final class EgressProxy implements AutoCloseable {
         }
         this.localAddress = new LocalAddress("berth-egress-" + instance);
         this.localServer = new ServerBootstrap()
-                .group(localGroup)
+                .group(loops)
                 .channel(LocalServerChannel.class)
                 .childHandler(new ChannelInitializer<LocalChannel>() {
                     @Override
@@ -136,19 +132,19 @@ public final class EgressProxy implements AutoCloseable {
         // The engine-side channel gets a name of its own so that its proxy-side peer is registered on the same loop
         // (PairedLocalLoops): bytes then cross from one to the other without a hand-off between threads.
         LocalAddress self = new LocalAddress("berth-attach-" + instance + "-" + conn.id());
-        ChannelFuture reg = new Bootstrap().group(localGroup).channel(LocalChannel.class).handler(conn).register();
+        ChannelFuture reg = new Bootstrap().group(loops).channel(LocalChannel.class).handler(conn).register();
         Channel ch = reg.channel();
         conn.bind(ch);
         shared.track(ch);
-        localGroup.pair(self, ch.eventLoop());
+        loops.pair(self, ch.eventLoop());
         reg.addListener(r -> {
             if (!r.isSuccess()) {
-                localGroup.unpair(self);
+                loops.unpair(self);
                 conn.connected(false, r.cause());
                 return;
             }
             ch.connect(localAddress, self).addListener(f -> {
-                localGroup.unpair(self);
+                loops.unpair(self);
                 conn.connected(f.isSuccess(), f.cause());
             });
         });
@@ -172,7 +168,7 @@ public final class EgressProxy implements AutoCloseable {
             throw new IOException("listen address " + bind + " is not loopback; TCP listener mode is loopback-only");
         }
         ChannelFuture f = new ServerBootstrap()
-                .group(nioGroup)
+                .group(loops)
                 .channel(NioServerSocketChannel.class)
                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
@@ -200,7 +196,8 @@ public final class EgressProxy implements AutoCloseable {
     }
 
     /**
-     * The loops of attach LocalChannels. A LocalChannel pair on two loops hands every write to the other thread; the
+     * The proxy's loops ({@link SharedLoopIo}: sockets and attach LocalChannels). A LocalChannel pair on two loops
+     * hands every write to the other thread; the
      * proxy-side channel (registered by the LocalServerChannel's acceptor through {@link #register(Channel)}) is
      * therefore put on the loop of the engine-side channel that connected to it, found by that channel's address.
      */
@@ -295,8 +292,7 @@ public final class EgressProxy implements AutoCloseable {
         // peer's loop, which must not be terminated yet.
         shared.closeAll();
         localServer.close().syncUninterruptibly();
-        localGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
-        nioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         resolverThreads.shutdownNow();
         shared.audit().close();
     }

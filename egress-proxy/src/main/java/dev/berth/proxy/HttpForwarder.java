@@ -291,11 +291,7 @@ final class HttpForwarder {
                     ch.pipeline().addLast("tls", session.shared.upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
                 }
                 ch.pipeline().addLast("decoder", handler.decoder());
-                if (ch.eventLoop() == session.sessionExecutor()) {
-                    ch.pipeline().addLast("handler", handler);
-                } else {
-                    handler.gate = CrossLoopReads.install(ch.pipeline(), session.sessionExecutor(), "handler", handler);
-                }
+                ch.pipeline().addLast("handler", handler);
             }
         }).connect(new InetSocketAddress(v.address(), v.port()));
         upstream = cf.channel();
@@ -368,7 +364,7 @@ final class HttpForwarder {
         for (RequestHead.Body b : pending) write(b);
         pending.clear();
         upstream.flush();
-        upstreamHandler.resume(); // starts the response reads (across loops through its CrossLoopReads gate)
+        upstreamHandler.resume(); // starts the response reads
         if (upstream.isWritable()) ctx.channel().config().setAutoRead(true);
     }
 

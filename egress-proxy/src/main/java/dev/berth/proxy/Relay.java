@@ -43,8 +43,6 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> gateTimer;
     private ChannelHandlerContext ctx;
     private boolean paused;
-    /** Set when this relay consumes a channel read on another loop (attach mode's upstream side). */
-    CrossLoopReads gate;
 
     Relay(Session session, Session.Exchange ex, Channel peer, boolean fromClient, State state, String sniHost, String allowReason) {
         this.session = session;
@@ -180,17 +178,16 @@ final class Relay extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Flow control. On its channel's own loop, autoRead is switched off in channelReadComplete if the peer is full:
-     * that runs right after the batch, so read-ahead is one batch. On another loop (attach mode: the upstream socket
-     * is read on a NIO loop, this handler runs on the client's loop) the {@link CrossLoopReads} gate bounds the
-     * read-ahead and this relay only tells it whether the peer can take more.
+     * Flow control: autoRead is switched off in channelReadComplete if the peer is full. Both channels of a relay run
+     * on one loop (the upstream is put on its client's loop, {@link Shared#upstreamLoop}), so that runs right after
+     * the batch and read-ahead is one batch.
      */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         peer.flush();
         if (sniHost == null && !peerWritable()) {
             paused = true;
-            if (gate != null) gate.want(false); else ctx.channel().config().setAutoRead(false);
+            ctx.channel().config().setAutoRead(false);
         }
     }
 
@@ -201,7 +198,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (!fromClient && state.clientSide != null && state.clientSide.sniHost != null) return;
         if (peerWritable()) {
             paused = false;
-            if (gate != null) gate.want(true); else ctx.channel().config().setAutoRead(true);
+            ctx.channel().config().setAutoRead(true);
         }
     }
 

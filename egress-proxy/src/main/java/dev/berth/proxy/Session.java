@@ -66,16 +66,7 @@ final class Session {
         return client.isWritable() && engineWritable;
     }
 
-    /**
-     * Executor for handlers placed on an upstream channel: the client's loop, so all state of
-     * one session is touched by one thread even when the upstream's I/O runs on another loop
-     * (attach mode: LocalChannel and NIO channels cannot share a loop).
-     */
-    io.netty.util.concurrent.EventExecutorGroup sessionExecutor() {
-        return client.eventLoop();
-    }
-
-    /** Upstream bootstrap on the client's loop when compatible, so a relay stays on one thread. */
+    /** Upstream bootstrap on the client's loop, so a session's state is touched by one thread and a relay stays on it. */
     Bootstrap upstream(ChannelInitializer<Channel> init) {
         return new Bootstrap()
                 .group(shared.upstreamLoop(client))

@@ -3,7 +3,6 @@ package dev.berth.proxy;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -13,7 +12,6 @@ final class Shared {
     private final ProxyConfig config;
     private final Gatekeeper gatekeeper;
     private final AuditSink audit;
-    private final EventLoopGroup nioGroup;
     private final CredentialRegistry credentials;
     private final InterceptionCa ca;
     /** TLS client context for upstreams of intercepted connections; null when no secret is configured. */
@@ -34,13 +32,12 @@ final class Shared {
     /** Monotonic nanoseconds for quota windows and connection rates (a fake one in tests). */
     final java.util.function.LongSupplier nanos;
 
-    Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, EventLoopGroup nioGroup, CredentialRegistry credentials,
+    Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, CredentialRegistry credentials,
            InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
         this.nanos = nanos;
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
-        this.nioGroup = nioGroup;
         this.credentials = credentials;
         this.ca = ca;
         this.upstreamTls = upstreamTls;
@@ -92,12 +89,10 @@ final class Shared {
         usage.remove(workspaceId);
     }
 
-    /** Same loop as the client when it is a NIO loop (listener mode); otherwise any NIO loop. */
     /**
      * Read buffers for upstream sockets: Netty's adaptive sizing, up to 256 KiB instead of its 64 KiB default, so a
-     * bulk download crosses to the client's loop in fewer, larger pieces (each read is one hand-off in attach mode),
-     * and at most 4 reads per batch instead of 16, so a batch stays within 1 MiB as before (listener mode bounds its
-     * read-ahead by one batch).
+     * bulk download goes through the relay in fewer, larger pieces, and at most 4 reads per batch instead of 16, so a
+     * batch stays within 1 MiB (a relay bounds its read-ahead by one batch).
      */
     static io.netty.channel.RecvByteBufAllocator upstreamReads() {
         io.netty.channel.AdaptiveRecvByteBufAllocator a = new io.netty.channel.AdaptiveRecvByteBufAllocator(64, 16 * 1024, 256 * 1024);
@@ -105,10 +100,13 @@ final class Shared {
         return a;
     }
 
+    /**
+     * The client's own loop: an accepted socket's, or an attach LocalChannel's, which is a socket loop as well
+     * ({@link SharedLoopIo}). So a session's handlers on both channels run on one thread, with no locks and no
+     * hand-off in the data path.
+     */
     EventLoop upstreamLoop(Channel client) {
-        // an attach LocalChannel's loop is a socket loop as well (SharedLoopIo): the whole path stays on one thread
-        return client.eventLoop() instanceof io.netty.channel.IoEventLoop l && l.isCompatible(io.netty.channel.nio.NioIoHandle.class)
-                ? client.eventLoop() : nioGroup.next();
+        return client.eventLoop();
     }
 
     ChannelFactory<Channel> upstreamChannelFactory() {

@@ -180,11 +180,7 @@ final class TunnelStarter {
         Relay up = new Relay(session, ex, upstream, true, state, tls ? v.host() : null, v.reason());
         state.clientSide = up;
         state.upstreamSide = down;
-        if (upstream.eventLoop() == session.sessionExecutor()) {
-            upstream.pipeline().addLast("relay", down);
-        } else {
-            down.gate = CrossLoopReads.install(upstream.pipeline(), session.sessionExecutor(), "relay", down);
-        }
+        upstream.pipeline().addLast("relay", down);
         client.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, new HttpResponseStatus(200, "Connection established")))
                 .addListener((ChannelFutureListener) f -> {
                     if (!f.isSuccess()) {

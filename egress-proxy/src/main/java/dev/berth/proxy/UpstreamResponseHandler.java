@@ -210,8 +210,6 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     }
 
     private boolean paused;
-    /** Set when this handler consumes the upstream's reads on another loop (attach mode). */
-    CrossLoopReads gate;
     private ChannelHandlerContext ctx;
 
     @Override
@@ -219,13 +217,13 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
     }
 
-    /** Same flow control as {@link Relay}: autoRead on the same loop, the {@link CrossLoopReads} gate across loops. */
+    /** Same flow control as {@link Relay}: autoRead off while the client cannot take more. */
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         fwd.client().flush();
         if (!fwd.session.clientWritable()) {
             paused = true;
-            if (gate != null) gate.want(false); else ctx.channel().config().setAutoRead(false);
+            ctx.channel().config().setAutoRead(false);
         }
     }
 
@@ -233,7 +231,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
     void resume() {
         if (ctx != null && fwd.session.clientWritable()) {
             paused = false;
-            if (gate != null) gate.want(true); else ctx.channel().config().setAutoRead(true);
+            ctx.channel().config().setAutoRead(true);
         }
     }
 
