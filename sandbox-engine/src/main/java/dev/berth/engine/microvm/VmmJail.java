@@ -126,7 +126,7 @@ final class VmmJail {
     /**
      * Moves the process {@code pid} (the launcher, which becomes QEMU) into {@code cgroups}. Done by the caller while
      * QEMU starts, not by the launcher before it: under cgroup v1 every move waits for an RCU grace period (the
-     * threadgroup lock), measured here at 10-25 ms of a 65-90 ms start to QMP when the launcher did it first. The
+     * threadgroup lock), measured here at 11-27 ms on a 65-77 ms start to QMP when the launcher did it first. The
      * caller joins it before the guest runs (QEMU starts with -S or -incoming defer), so no guest instruction runs
      * outside the groups; only QEMU's own start-up is not charged to them.
      */
