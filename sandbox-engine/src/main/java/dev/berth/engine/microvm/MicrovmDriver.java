@@ -75,13 +75,8 @@ public final class MicrovmDriver implements IsolationDriver {
     public Availability probe() {
         Optional<Path> bin = which(qemu);
         if (bin.isEmpty()) return Availability.no("QEMU not found (" + qemu + "): install the Debian package qemu-system-x86");
-        try {
-            ImageBuilder.run(List.of(bin.get().toString(), "-machine", "help"), 20).lines()
-                    .filter(l -> l.startsWith("microvm")).findFirst()
-                    .orElseThrow(() -> new IOException("this QEMU has no microvm machine type"));
-        } catch (IOException e) {
-            return Availability.no("QEMU at " + bin.get() + " is unusable: " + e.getMessage());
-        }
+        String unusable = qemuCheck(bin.get());
+        if (unusable != null) return Availability.no("QEMU at " + bin.get() + " is unusable: " + unusable);
         GuestImage img;
         try {
             img = image();
@@ -93,6 +88,38 @@ public final class MicrovmDriver implements IsolationDriver {
         return Availability.yes("QEMU microvm with " + a.name() + " (" + a.why() + "), image " + img.id()
                 + (VmmJail.enabled() ? "; QEMU jailed (own uid, mount namespace, cgroup v1 cpu/memory/pids)" : "; QEMU not jailed (Berth is not root)")
                 + (a.kvm() ? "" : "; the KVM path is checked at the command-line level only, never run here"));
+    }
+
+    /** The binary a {@link #qemuCheck} found usable (path, size, mtime, inode). */
+    private record QemuCheck(Path bin, Object identity) {}
+
+    private volatile QemuCheck qemuChecked;
+
+    /**
+     * Null when the QEMU at {@code bin} has the microvm machine type, else why not. Asking QEMU spawns it (38-40 ms
+     * here, on every {@code open_workspace}, since every open probes its driver), so a yes is kept for as long as the
+     * file is the same one: a QEMU upgraded or replaced in place is asked again. A no is not kept (it may have been
+     * a time-out on a loaded host).
+     */
+    private String qemuCheck(Path bin) {
+        Object identity;
+        try {
+            var a = java.nio.file.Files.readAttributes(bin, java.nio.file.attribute.BasicFileAttributes.class);
+            identity = List.of(a.size(), a.lastModifiedTime(), String.valueOf(a.fileKey()));
+        } catch (IOException e) {
+            return "cannot read it: " + e.getMessage();
+        }
+        QemuCheck c = qemuChecked;
+        if (c != null && c.bin().equals(bin) && c.identity().equals(identity)) return null;
+        try {
+            ImageBuilder.run(List.of(bin.toString(), "-machine", "help"), 20).lines()
+                    .filter(l -> l.startsWith("microvm")).findFirst()
+                    .orElseThrow(() -> new IOException("this QEMU has no microvm machine type"));
+        } catch (IOException e) {
+            return e.getMessage();
+        }
+        qemuChecked = new QemuCheck(bin, identity);
+        return null;
     }
 
     @Override
