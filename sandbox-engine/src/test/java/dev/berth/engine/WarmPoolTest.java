@@ -111,6 +111,8 @@ class WarmPoolTest {
         awaitReady(2);
         OpenResult a = engine.open(A, OpenRequest.ephemeral());
         assertEquals("hit", a.pool());
+        // the member's warm-up runs (WarmPool.warmUp) left nothing behind in the workspace
+        assertEquals("", sh(A, a.workspace().id(), "ls -A"));
         sh(A, a.workspace().id(), "echo alice > mine.txt");
         OpenResult b = engine.open(B, OpenRequest.ephemeral());
         assertEquals("hit", b.pool());
