@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Egress proxy benchmark: direct loopback vs Berth proxy vs squid, same run, same allowlist.
-# Usage: egress-proxy/bench/run.sh [bytes] [connects]      (defaults: 1 GiB, 2000)
+# Usage: egress-proxy/bench/run.sh [bytes] [connects] [rounds]      (defaults: 1 GiB, 2000, 5)
 # Needs: squid (Debian package `squid`); without it, only direct vs berth is measured.
 # Everything listens on 127.0.0.1 only.
 set -euo pipefail
@@ -8,6 +8,7 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BYTES=${1:-1073741824}
 CONNECTS=${2:-2000}
+ROUNDS=${3:-5}
 WORK=$(mktemp -d /tmp/egress-bench.XXXXXX)
 chmod 755 "$WORK"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -58,4 +59,4 @@ fi
 cd "$ROOT"
 mvn -q -o -pl egress-proxy test-compile
 mvn -q -o -pl egress-proxy exec:java -Dexec.mainClass=dev.berth.proxy.EgressBenchmark -Dexec.classpathScope=test \
-  -Dexec.args="$SQUID_PORT $UP_PORT $BYTES $CONNECTS"
+  -Dexec.args="$SQUID_PORT $UP_PORT $BYTES $CONNECTS $ROUNDS"
