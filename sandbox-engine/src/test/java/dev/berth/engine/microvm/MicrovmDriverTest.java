@@ -3,6 +3,7 @@ package dev.berth.engine.microvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -99,6 +100,17 @@ class MicrovmDriverTest {
         assertEquals(3, r.code());
         assertTrue(shared.isAlive());
         assertTrue(shared.hostPid() > 0);
+    }
+
+    @Test
+    void flushInBackground_writesTheRamFileOut_atMostOncePerInterval() throws Exception {
+        Guest.sh(shared.agent(), "dd if=/dev/urandom of=/tmp/dirty bs=1M count=8 2>/dev/null; rm /tmp/dirty");
+        var writeOut = shared.flushInBackground();
+        writeOut.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(shared.isAlive());
+        // another run's end within the interval joins the last write-out instead of starting one more
+        assertSame(writeOut, shared.flushInBackground());
+        assertEquals("ok\n", Guest.sh(shared.agent(), "echo ok").out());
     }
 
     @Test
