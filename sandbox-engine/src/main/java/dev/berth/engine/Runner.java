@@ -199,12 +199,18 @@ final class Runner {
         }
     }
 
-    private static List<String> environment(Workspace ws, Map<String, String> extra, Injected injected) throws EngineException {
+    /** The variables every run starts from (an image's Env, Berth's own and the run's come on top). */
+    static Map<String, String> baseEnvironment() {
         Map<String, String> env = new TreeMap<>();
         env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
         env.put("HOME", "/root");
         env.put("LANG", "C.UTF-8");
         env.put("TERM", "dumb");
+        return env;
+    }
+
+    private static List<String> environment(Workspace ws, Map<String, String> extra, Injected injected) throws EngineException {
+        Map<String, String> env = baseEnvironment();
         var image = ws.imageRecord;
         if (image != null) {
             // the image config's Env (its PATH, JAVA_HOME...) over Berth's defaults; the egress and Berth variables

@@ -172,7 +172,7 @@ final class WarmPool {
      * kept (it may still run the command).
      */
     private static void warmUp(Sandbox s) throws IOException {
-        var env = List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8", "TERM=dumb");
+        var env = Runner.baseEnvironment().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
         var request = new dev.berth.engine.agent.ExecRequest(List.of("/bin/sh", "-c", "true"), env, Runner.DEFAULT_CWD, 30_000, false);
         var quiet = new dev.berth.engine.agent.ExecListener() {
             @Override public void onStdout(byte[] data) { }
