@@ -557,13 +557,16 @@ public final class MicrovmDriver implements IsolationDriver {
      * time). Writing them now leaves a park only the pages the guest changed since.
      */
     static void writeBackLater(Path ram) {
-        Thread.ofVirtual().name("berth-ram-writeback").start(() -> {
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(ram, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.force(false);
-            } catch (IOException e) {
-                // the file is gone (the workspace was closed) or the disk refused: park fsyncs it anyway
-            }
-        });
+        Thread.ofVirtual().name("berth-ram-writeback").start(() -> writeBack(ram));
+    }
+
+    /** Writes a RAM file's dirty pages to disk ({@code fdatasync}); quietly does nothing when it cannot. */
+    static void writeBack(Path ram) {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(ram, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.force(false);
+        } catch (IOException e) {
+            // the file is gone (the workspace was closed) or the disk refused: park fsyncs it itself and reports that
+        }
     }
 
     /** QEMUs of parked workspaces that were told to quit and may not have exited yet, by state directory. */

@@ -173,12 +173,7 @@ final class MicrovmSandbox implements Sandbox {
         writeOutStarted = now;
         Path ram = stateDir.resolve(spec.memPath());
         writeOut = java.util.concurrent.CompletableFuture.runAsync(() -> {
-            if (stopped) return;
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(ram, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.force(false);
-            } catch (IOException e) {
-                // the workspace was closed, or the disk refused: park fsyncs the file itself and reports that
-            }
+            if (!stopped) MicrovmDriver.writeBack(ram);
         }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, WRITE_OUT));
         return writeOut;
     }
