@@ -184,7 +184,10 @@ final class QemuMachine implements AutoCloseable {
                 }, r -> Thread.ofVirtual().name("qemu-cgroups").start(r));
         // QEMU's own messages can be provoked by the guest (device errors): keep only a bounded tail in memory.
         BoundedLog log = new BoundedLog();
-        Thread.ofVirtual().name("qemu-log").start(() -> log.drain(p.getInputStream()));
+        // a platform thread: a blocking read of a pipe holds a virtual thread's carrier for QEMU's whole life, and with
+        // a few VMs running every carrier was held (a CI run hung: the audit writer and park's digest waiters, virtual
+        // threads, never ran again)
+        Thread.ofPlatform().daemon().name("qemu-log").start(() -> log.drain(p.getInputStream()));
         QmpClient qmp;
         try {
             qmp = connectQmp(p, runtimeDir);
