@@ -330,6 +330,7 @@ final class WorkspaceLifecycle {
         ws.move(Step.CLOSE);
         registry.remove(ws);
         ws.driver.cleanupRuntime(ws.runtimeDir);
+        ws.driver.release(ws.stateDir());
         Store.deleteQuietly(ws.runtimeDir);
         Store.deleteQuietly(ws.dir);
         evidence.lifecycleQuietly(ws, "close", java.util.Map.of(), t0);

@@ -625,13 +625,15 @@ public final class MicrovmDriver implements IsolationDriver {
      * manifest stays true). QEMU writing a page while fallocate punches it could lose the write, so a resume stops it
      * first ({@link #stopHoles}: each punch is one atomic {@code fallocate} call on a range that reads zero, so ending
      * it at any point leaves the content as it was, with fewer holes) and a snapshot waits for it ({@link #awaitHoles}).
+     * It starts once {@code after} (the park's digests, which read the same blocks) is done.
      */
-    static void digHolesLater(Path ram) {
+    static void digHolesLater(Path ram, java.util.concurrent.CompletableFuture<Void> after) {
         Path key = ram.toAbsolutePath().normalize();
         Digger d = new Digger();
         DIGGING.put(key, d);
         Thread.ofVirtual().name("berth-dig-holes").start(() -> {
             try {
+                after.exceptionally(x -> null).join();
                 Process p = d.start(key);
                 if (p != null) p.waitFor(120, TimeUnit.SECONDS);
             } catch (IOException e) {
@@ -649,6 +651,18 @@ public final class MicrovmDriver implements IsolationDriver {
     static void awaitHoles(Path ram) {
         Digger d = DIGGING.get(ram.toAbsolutePath().normalize());
         if (d != null) d.done.join();
+    }
+
+    /** A parked machine's exit and its park's digests are awaited, and its hole punching ended, before the directory goes. */
+    @Override
+    public void release(Path stateDir) {
+        awaitExit(stateDir);
+        try {
+            VmSpec spec = VmSpec.read(stateDir.resolve(VmSpec.WORKSPACE_FILE));
+            if (spec.memShared()) stopHoles(stateDir.resolve(spec.memPath()));
+        } catch (IOException e) {
+            // no spec (never started, or already gone): nothing of ours runs on it
+        }
     }
 
     /** Ends any hole punching on {@code ram} now and waits until its process is gone (a resume is about to map it). */

@@ -52,7 +52,8 @@ final class MicrovmSandbox implements Sandbox {
 
     /**
      * Parks: saves device state (RAM stays in its file, x-ignore-shared), makes it and the RAM file durable (beside the
-     * digests and the {@link ParkManifest}'s write), writes the spec naming the state, and only then stops QEMU. Until the spec is written nothing
+     * state's digest and the {@link ParkManifest}'s write), writes the spec naming the state, and only then stops QEMU;
+     * the RAM file's and the disk's digests are recorded right after ({@link ParkManifest#completeLater}). Until the spec is written nothing
      * is lost: a failure (a full disk, for one) removes what was written and continues the guest, and the caller gets
      * {@link SandboxStillRunningException}. A server killed between the spec and QEMU's exit leaves a QEMU that
      * the next server's {@code adopt} tells to quit, keeping the saved state.
@@ -69,50 +70,56 @@ final class MicrovmSandbox implements Sandbox {
         long manifestNanos;
         java.util.concurrent.CompletableFuture<Void> ramDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
         java.util.concurrent.CompletableFuture<Void> stateDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
-        java.util.concurrent.CompletableFuture<Map<String, ParkManifest.Entry>> frozen = null;
+        java.util.concurrent.CompletableFuture<Void> manifestDurable = java.util.concurrent.CompletableFuture.completedFuture(null);
+        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>();
         try {
             Files.deleteIfExists(tmp);
             machine.stop();
             phases.mark("stop");
-            // From stop on the RAM file and the disk no longer change: their digests (CPU) and the RAM file's
-            // write-back (disk) run while QEMU writes the device state, each on threads of its own.
+            // From stop on the RAM file and the disk no longer change: the RAM file's write-back (disk) runs while
+            // QEMU writes the device state; their digests are taken after the commit (ParkManifest.completeLater)
             Path ram = spec.memShared() ? stateDir.resolve(spec.memPath()) : null;
-            long m0 = System.nanoTime();
-            List<String> files = parkedFiles(spec);
-            // all cores: QEMU's save is slowed (16-28 ms alone, 32-71 beside the digests on the 2-core host, load
-            // 4-5), but one thread per file left the digests unfinished at the end of the save and park no faster
-            frozen = ParkManifest.measureAsync(stateDir, files.subList(1, files.size()));
             if (ram != null) ramDurable = fsyncAsync(ram);
             machine.save(tmp);
             phases.mark("save device state");
-            // the state file's fsync runs beside its digest and the manifest's write; the spec that names it (the
-            // commit point) is written only after both, and its directory fsync makes the rename durable too
+            // the state file's fsync runs beside the manifest's write; the spec that names it (the commit point) is
+            // written only after both, and its directory fsync makes the rename durable too
             Files.move(tmp, state, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            stateDurable = fsyncAsync(state);
             long s0 = System.nanoTime();
-            Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(stateDir, List.of("state")));
-            long stateNanos = System.nanoTime() - s0;
-            long w0 = System.nanoTime();
-            entries.putAll(ParkManifest.join(frozen));
-            phases.mark("state digest, wait for the frozen files' digests");
-            ParkManifest.write(workspaceId, stateDir, entries, false); // the spec's write below syncs the directory
-            phases.mark("manifest write");
-            // the manifest's cost on the park path: the state file's digest, the wait for the frozen files' digests
-            // beyond the save they overlapped, and writing the manifest
-            manifestNanos = stateNanos + (System.nanoTime() - w0);
-            lastManifestOverlappedMillis = (s0 - m0) / 1_000_000.0;
+            List<String> files = parkedFiles(spec);
+            // digested before its fsync starts: beside it, ext4 held the digest's lseek and reads 5-7 ms for 60 KiB
+            entries.putAll(ParkManifest.measure(stateDir, List.of("state")));
+            for (String f : files.subList(1, files.size())) entries.put(f, ParkManifest.pending(stateDir.resolve(f)));
+            phases.mark("state digest");
+            long digestNanos = System.nanoTime() - s0;
+            stateDurable = fsyncAsync(state);
+            // the manifest is written (and synced) beside the state's fsync: two fsyncs in flight share ext4's journal
+            // commit; the spec's directory fsync below makes its name durable
+            manifestDurable = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    ParkManifest.write(workspaceId, stateDir, entries, false);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, ParkManifest.ORCHESTRATE);
             join(stateDurable);
             phases.mark("wait for the state fsync");
+            long w0 = System.nanoTime();
+            join(manifestDurable);
+            phases.mark("wait for the manifest write (beyond the state fsync)");
+            // the manifest's cost on the park path: the state file's digest and the manifest's write beyond what
+            // overlapped the state's fsync (the RAM file's and the disk's digests follow the commit)
+            manifestNanos = digestNanos + (System.nanoTime() - w0);
             join(ramDurable);
             phases.mark("wait for the RAM fsync");
             parked.write(specFile);
             phases.mark("spec write");
         } catch (IOException e) {
-            // nothing is lost yet: undo what was written and let the guest go on (after the digests and the
-            // write-back: they read files that are about to change)
-            if (frozen != null) frozen.exceptionally(x -> null).join();
+            // nothing is lost yet: undo what was written and let the guest go on (after the write-back and the
+            // writes in flight: they touch files that are about to change or be deleted)
             ramDurable.exceptionally(x -> null).join();
             stateDurable.exceptionally(x -> null).join();
+            manifestDurable.exceptionally(x -> null).join();
             for (Path p : List.of(tmp, state, stateDir.resolve(ParkManifest.FILE))) {
                 try {
                     Files.deleteIfExists(p);
@@ -133,16 +140,20 @@ final class MicrovmSandbox implements Sandbox {
         spec = parked;
         agent.close();
         stopped = true;
-        // parked from here on (the spec names the durable state): QEMU exits after the reply, and whatever starts
-        // this workspace's files again waits for that first (MicrovmDriver.awaitExit)
-        MicrovmDriver.exiting(stateDir, machine.quitLater().thenRun(this::cleanRuntime));
+        // parked from here on (the spec names the durable state): QEMU exits after the reply, the frozen files are
+        // digested into the manifest, and whatever starts this workspace's files again waits for both first
+        // (MicrovmDriver.awaitExit)
+        java.util.concurrent.CompletableFuture<Void> digested = ParkManifest.completeLater(workspaceId, stateDir, entries);
+        lastDigests = digested;
+        MicrovmDriver.exiting(stateDir, java.util.concurrent.CompletableFuture.allOf(machine.quitLater().thenRun(this::cleanRuntime), digested));
         phases.mark("quit QEMU (asked, not awaited)");
         lastParkPhases = phases.millis();
         long millis = (System.nanoTime() - t0) / 1_000_000;
         lastManifestMillis = manifestNanos / 1_000_000.0;
         // Zero pages (most of them: the guest runs with init_on_free=1) become holes, so the parked RAM file is small.
         // Content is unchanged (the manifest stays true), QEMU no longer maps the file, and it is not on the park path.
-        if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()));
+        // After the digests: the two would compete for the cores, and the digest reads each block once either way.
+        if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()), digested);
         return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
     }
 
@@ -202,10 +213,10 @@ final class MicrovmSandbox implements Sandbox {
     /** Where the start that made this sandbox spent its time (a resume's phases; for the benchmark). */
     volatile Map<String, Double> startPhases = Map.of();
 
-    /** Milliseconds the last park spent on its manifest beyond what overlapped the device-state save (for the benchmark). */
+    /** Milliseconds the last park spent on its manifest (the state file's digest and the manifest's write; for the benchmark). */
     volatile double lastManifestMillis;
-    /** Milliseconds from stop to the end of the device-state save, during which the frozen files were digested. */
-    volatile double lastManifestOverlappedMillis;
+    /** The last park's digests of the RAM file and the disk, taken after its commit (for the benchmark). */
+    volatile java.util.concurrent.CompletableFuture<Void> lastDigests = java.util.concurrent.CompletableFuture.completedFuture(null);
 
     /** The files a restore of {@code s} reads from the workspace's own directory. */
     static List<String> parkedFiles(VmSpec s) {

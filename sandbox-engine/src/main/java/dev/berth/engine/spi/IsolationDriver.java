@@ -69,6 +69,14 @@ public interface IsolationDriver {
     }
 
     /**
+     * Called before the engine deletes a workspace's state directory: waits for what the driver still does with it in
+     * the background after a call returned (a parked machine's process exiting, a park's digests) and ends what need
+     * not finish, so that nothing writes into the directory while it is deleted. Default: nothing to wait for.
+     */
+    default void release(Path stateDir) {
+    }
+
+    /**
      * Whether {@code stateDir} holds a complete saved state with memory (a finished park), so that the next start
      * restores it rather than booting cold. Default: false (drivers whose park keeps files only).
      */

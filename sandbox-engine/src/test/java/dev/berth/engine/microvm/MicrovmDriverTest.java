@@ -394,6 +394,35 @@ class MicrovmDriverTest {
         back.destroy();
     }
 
+    /**
+     * A server killed between park's commit and its digests of the RAM file and the disk leaves those entries pending
+     * (size and inode): the next start resumes the workspace with its memory, and still refuses another file put in
+     * the RAM file's place.
+     */
+    @Test
+    void resume_manifestLeftPendingByACrash_resumesWithMemory() throws Exception {
+        Sandbox ws = start("ws-pending", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo kept > /tmp/t");
+        ws.park();
+        Path dir = request("ws-pending", new StartRequest.Resume()).stateDir();
+        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+        java.util.Map<String, ParkManifest.Entry> m = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
+        for (String f : List.of(QemuMachine.DATA_DISK, "ram")) m.put(f, ParkManifest.pending(dir.resolve(f)));
+        ParkManifest.write("ws-pending", dir, m, true);
+
+        Path ram = dir.resolve("ram");
+        Files.copy(ram, dir.resolve("ram.copy"));
+        Files.move(ram, dir.resolve("ram.orig"));
+        Files.move(dir.resolve("ram.copy"), ram);
+        var e = assertThrows(dev.berth.engine.spi.SandboxDamagedException.class, () -> driver.start(request("ws-pending", new StartRequest.Resume())));
+        assertTrue(e.getMessage().contains("ram is not the file park left"), e.getMessage());
+        Files.move(dir.resolve("ram.orig"), ram, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+
+        Sandbox back = start("ws-pending", new StartRequest.Resume());
+        assertEquals("kept\n", Guest.sh(back.agent(), "cat /tmp/t").out(), "resumed with its memory");
+        back.destroy();
+    }
+
     /** A park that cannot write its state changes nothing: the machine runs on, and says why. */
     @Test
     void park_stateCannotBeWritten_workspaceStillRunning() throws Exception {

@@ -1,6 +1,7 @@
 package dev.berth.engine.microvm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -117,6 +118,75 @@ class ParkManifestTest {
         // the current version writes 64 KiB blocks and verifies them
         ParkManifest.write("ws-1", dir, List.of("state"));
         assertEquals(ParkManifest.VERSION, MetaFile.version(dir.resolve(ParkManifest.FILE)));
+        ParkManifest.verify("ws-1", dir);
+    }
+
+    /**
+     * Park commits with the RAM file and the disk pending and digests them right after: until then a pending entry is
+     * met by the same file (size and inode), and once completed the manifest checks their content like any other.
+     */
+    @Test
+    void pendingEntries_completedAfterTheCommit_thenContentChecked() throws Exception {
+        sparse(dir, "state", 21);
+        Path ram = sparse(dir, "ram", 22);
+        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
+        entries.put("ram", ParkManifest.pending(ram));
+        ParkManifest.write("ws-1", dir, entries, false);
+        assertEquals(3, MetaFile.version(dir.resolve(ParkManifest.FILE)));
+        ParkManifest.verify("ws-1", dir); // the same file: accepted while its digest is pending
+
+        ParkManifest.completeLater("ws-1", dir, entries).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        String json = MetaFile.read(dir.resolve(ParkManifest.FILE), ParkManifest.KIND, ParkManifest.VERSION);
+        assertFalse(json.contains("\"digest\":null"), "no entry is pending once completed: " + json);
+        assertEquals(String.format("%016x", reference(ram, ParkManifest.blockSize(ParkManifest.VERSION))),
+                ParkManifest.measure(dir, List.of("ram")).get("ram").digest());
+        ParkManifest.verify("ws-1", dir);
+        try (RandomAccessFile raf = new RandomAccessFile(ram.toFile(), "rw")) {
+            raf.seek(Extents.data(ram).getFirst().offset() + 10);
+            raf.write(0x5a);
+        }
+        SandboxDamagedException e = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        assertTrue(e.getMessage().contains("ram has changed since park"), e.getMessage());
+    }
+
+    /**
+     * A server killed between park's commit and its digests leaves pending entries: the next start still refuses a
+     * truncated file or another file put in its place (the same bytes in a new inode), and accepts the file park left.
+     */
+    @Test
+    void pendingEntry_afterACrash_refusesATruncatedOrReplacedFile() throws Exception {
+        sparse(dir, "state", 31);
+        Path ram = sparse(dir, "ram", 32);
+        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
+        entries.put("ram", ParkManifest.pending(ram));
+        ParkManifest.write("ws-1", dir, entries, false);
+
+        Path saved = dir.resolve("ram.saved");
+        Files.copy(ram, saved);
+        Files.move(saved, ram, java.nio.file.StandardCopyOption.REPLACE_EXISTING); // same bytes, another file
+        SandboxDamagedException replaced = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        assertTrue(replaced.getMessage().contains("ram is not the file park left"), replaced.getMessage());
+
+        entries.put("ram", ParkManifest.pending(ram));
+        ParkManifest.write("ws-1", dir, entries, false);
+        ParkManifest.verify("ws-1", dir);
+        try (RandomAccessFile raf = new RandomAccessFile(ram.toFile(), "rw")) {
+            raf.setLength(raf.length() - 4096);
+        }
+        SandboxDamagedException truncated = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        assertTrue(truncated.getMessage().contains("(truncated)"), truncated.getMessage());
+    }
+
+    /** Version 2 manifests (64 KiB blocks, every entry digested, no inode) still verify. */
+    @Test
+    void verify_acceptsAVersion2Manifest() throws Exception {
+        sparse(dir, "state", 41);
+        sparse(dir, "ram", 42);
+        Map<String, ParkManifest.Entry> m = ParkManifest.measure(dir, List.of("state", "ram"), ParkManifest.blockSize(2));
+        StringBuilder files = new StringBuilder();
+        m.forEach((k, v) -> files.append(files.isEmpty() ? "" : ",").append("\"").append(k).append("\":{\"size\":").append(v.size())
+                .append(",\"digest\":\"").append(v.digest()).append("\"}"));
+        MetaFile.write(dir.resolve(ParkManifest.FILE), ParkManifest.KIND, 2, "{\"workspaceId\":\"ws-1\",\"files\":{" + files + "}}");
         ParkManifest.verify("ws-1", dir);
     }
 }
