@@ -464,17 +464,19 @@ public final class MicrovmDriver implements IsolationDriver {
         AgentClient agent;
         GuestRunLimits runLimits;
         List<dev.berth.engine.spi.Limit> io;
+        // disk throttling is QEMU's alone: it is set while the agent's HELLO is under way
+        var throttle = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> DiskThrottle.apply(m, req.stateDir(), req.resources().io()), SETTINGS);
         try {
             agent = connectAgent(m, AGENT_TIMEOUT);
             phases.mark("agent HELLO");
             // The host-side settings after HELLO are independent round trips (the run limits and the clock to the
-            // agent, the throttling to QEMU): sent together they cost the slowest of them, not the sum (each was
-            // 5-25 ms under TCG). The reseed of a fork stays on this thread; all are done before the sandbox exists.
+            // agent; the throttling to QEMU started before HELLO): sent together they cost the slowest of them, not
+            // the sum (each was 5-25 ms under TCG). The reseed of a fork stays on this thread; all are done before the
+            // sandbox exists.
             AgentClient a = agent;
             var limits = java.util.concurrent.CompletableFuture.supplyAsync(
                     () -> GuestRunLimits.apply(a, req.resources().maxPids()), SETTINGS);
-            var throttle = java.util.concurrent.CompletableFuture.supplyAsync(
-                    () -> DiskThrottle.apply(m, req.stateDir(), req.resources().io()), SETTINGS);
             try {
                 if (restored) agent.setClock(Instant.now());
                 if (forked) {
@@ -496,6 +498,7 @@ public final class MicrovmDriver implements IsolationDriver {
             phases.mark("clock, guest run limits, disk throttling (together)");
         } catch (IOException | RuntimeException e) {
             m.kill();
+            throttle.exceptionally(x -> null).join();
             throw new IOException("guest agent: " + e.getMessage() + m.log(), e);
         }
         return new MicrovmSandbox(req.workspaceId(), req.stateDir(), req.runtimeDir(), spec, m, agent, runLimits, io);
