@@ -30,15 +30,10 @@ record Runsc(Path binary, long release) {
 
     private static long release(Path p) {
         try {
-            Process pr = new ProcessBuilder(p.toString(), "--version").redirectErrorStream(true).start();
-            String out = new String(pr.getInputStream().readAllBytes());
-            pr.waitFor(10, TimeUnit.SECONDS);
+            String out = dev.berth.engine.host.HostCommand.run(List.of(p.toString(), "--version"), java.time.Duration.ofSeconds(10)).output();
             Matcher m = VERSION.matcher(out);
             return m.find() ? Long.parseLong(m.group(1)) : 0;
         } catch (IOException e) {
-            return 0;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
             return 0;
         }
     }

@@ -4,6 +4,7 @@ import dev.berth.engine.host.HostCommand;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * The microVM form of an image: its root tree as an ext4 filesystem made by {@code mkfs.ext4 -d} (owners, modes and
@@ -36,14 +37,11 @@ final class BaseDisk {
     /** Bytes the file occupies (its allocated blocks: the filesystem is sparse where it is empty); -1 if unknown. */
     static long allocated(Path f) {
         try {
-            Process p = new ProcessBuilder("du", "-B1", f.toString()).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes()).strip();
-            if (p.waitFor() != 0) return -1;
-            return Long.parseLong(out.split("\\s+")[0]);
+            dev.berth.engine.host.HostCommand.Result r = dev.berth.engine.host.HostCommand.run(
+                    List.of("du", "-B1", f.toString()), java.time.Duration.ofSeconds(30));
+            if (r.exit() != 0) return -1;
+            return Long.parseLong(r.output().strip().split("\\s+")[0]);
         } catch (IOException | RuntimeException e) {
-            return -1;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
             return -1;
         }
     }

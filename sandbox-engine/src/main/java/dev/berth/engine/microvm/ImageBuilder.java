@@ -189,30 +189,12 @@ public final class ImageBuilder {
         throw new IOException("busybox not found: install the Debian package busybox-static");
     }
 
+    /** Runs a build step within {@code timeoutSeconds} (killed when it passes); a non-zero exit fails with its output. */
     static String run(List<String> cmd, long timeoutSeconds) throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        Process p = pb.start();
-        byte[] out;
-        try (InputStream in = p.getInputStream()) {
-            out = in.readNBytes(4 << 20);
-            in.transferTo(java.io.OutputStream.nullOutputStream());
-        }
-        try {
-            if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IOException(String.join(" ", cmd) + ": timed out");
-            }
-        } catch (InterruptedException e) {
-            p.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted: " + cmd);
-        }
-        String s = new String(out, StandardCharsets.UTF_8);
-        if (p.exitValue() != 0) throw new IOException(String.join(" ", cmd) + " failed (exit " + p.exitValue() + "): " + tail(s));
-        return s;
+        return dev.berth.engine.host.HostCommand.output(cmd, java.time.Duration.ofSeconds(timeoutSeconds));
     }
 
-    static String tail(String s) { return s.length() > 2000 ? s.substring(s.length() - 2000) : s; }
+    static String tail(String s) { return dev.berth.engine.host.HostCommand.tail(s); }
 
     static String hashInputs(String kind, byte[]... parts) {
         try {

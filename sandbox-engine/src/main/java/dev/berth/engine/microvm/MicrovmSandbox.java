@@ -288,8 +288,8 @@ final class MicrovmSandbox implements Sandbox {
 
     private int diskMiB() {
         try {
-            String out = new String(new ProcessBuilder("qemu-img", "info", "-U", "--output=json", stateDir.resolve(QemuMachine.DATA_DISK).toString())
-                    .redirectErrorStream(true).start().getInputStream().readAllBytes());
+            String out = dev.berth.engine.host.HostCommand.run(List.of("qemu-img", "info", "-U", "--output=json",
+                    stateDir.resolve(QemuMachine.DATA_DISK).toString()), java.time.Duration.ofSeconds(30)).output();
             java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"virtual-size\":\\s*(\\d+)").matcher(out);
             return m.find() ? (int) (Long.parseLong(m.group(1)) >> 20) : 0;
         } catch (IOException e) {
