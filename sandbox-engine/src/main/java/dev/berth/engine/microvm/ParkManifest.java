@@ -274,7 +274,6 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
             Path f = dir.resolve(n);
             sizes.put(n, Files.size(f));
             List<Extents.Extent> extents = blocks(Extents.data(f), block);
-            List<List<Extents.Extent>> shares = share(extents, threads, block);
             List<CompletableFuture<Long>> fileParts = new ArrayList<>();
             if (extents.stream().mapToLong(Extents.Extent::length).sum() <= INLINE) {
                 // a device state of tens of KiB: on this thread, not worth a hand-off to the pool and back
@@ -284,7 +283,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
                 byFile.put(n, fileParts);
                 continue;
             }
-            for (List<Extents.Extent> share : shares) {
+            for (List<Extents.Extent> share : share(extents, threads, block)) {
                 CompletableFuture<Long> part = CompletableFuture.supplyAsync(() -> {
                     try {
                         return digest(f, share, block);
