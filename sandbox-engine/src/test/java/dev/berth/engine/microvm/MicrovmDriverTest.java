@@ -406,9 +406,7 @@ class MicrovmDriverTest {
         ws.park();
         Path dir = request("ws-pending", new StartRequest.Resume()).stateDir();
         MicrovmDriver.awaitHoles(dir.resolve("ram"));
-        java.util.Map<String, ParkManifest.Entry> m = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
-        for (String f : List.of(QemuMachine.DATA_DISK, "ram")) m.put(f, ParkManifest.pending(dir.resolve(f)));
-        ParkManifest.write("ws-pending", dir, m, true);
+        ParkManifestTest.commitPending(dir, "ws-pending", List.of(QemuMachine.DATA_DISK, "ram"));
 
         Path ram = dir.resolve("ram");
         Files.copy(ram, dir.resolve("ram.copy"));

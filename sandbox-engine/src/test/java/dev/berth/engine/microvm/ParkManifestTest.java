@@ -121,6 +121,14 @@ class ParkManifestTest {
         ParkManifest.verify("ws-1", dir);
     }
 
+    /** The manifest a park commits: {@code state} digested, {@code pending} by size and inode (as park writes it). */
+    static Map<String, ParkManifest.Entry> commitPending(Path dir, String workspaceId, List<String> pending) throws Exception {
+        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
+        for (String f : pending) entries.put(f, ParkManifest.pending(dir.resolve(f)));
+        ParkManifest.write(workspaceId, dir, entries, true);
+        return entries;
+    }
+
     /**
      * Park commits with the RAM file and the disk pending and digests them right after: until then a pending entry is
      * met by the same file (size and inode), and once completed the manifest checks their content like any other.
@@ -129,9 +137,7 @@ class ParkManifestTest {
     void pendingEntries_completedAfterTheCommit_thenContentChecked() throws Exception {
         sparse(dir, "state", 21);
         Path ram = sparse(dir, "ram", 22);
-        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
-        entries.put("ram", ParkManifest.pending(ram));
-        ParkManifest.write("ws-1", dir, entries, false);
+        Map<String, ParkManifest.Entry> entries = commitPending(dir, "ws-1", List.of("ram"));
         assertEquals(3, MetaFile.version(dir.resolve(ParkManifest.FILE)));
         ParkManifest.verify("ws-1", dir); // the same file: accepted while its digest is pending
 
@@ -157,9 +163,7 @@ class ParkManifestTest {
     void pendingEntry_afterACrash_refusesATruncatedOrReplacedFile() throws Exception {
         sparse(dir, "state", 31);
         Path ram = sparse(dir, "ram", 32);
-        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
-        entries.put("ram", ParkManifest.pending(ram));
-        ParkManifest.write("ws-1", dir, entries, false);
+        commitPending(dir, "ws-1", List.of("ram"));
 
         Path saved = dir.resolve("ram.saved");
         Files.copy(ram, saved);
@@ -167,8 +171,7 @@ class ParkManifestTest {
         SandboxDamagedException replaced = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
         assertTrue(replaced.getMessage().contains("ram is not the file park left"), replaced.getMessage());
 
-        entries.put("ram", ParkManifest.pending(ram));
-        ParkManifest.write("ws-1", dir, entries, false);
+        commitPending(dir, "ws-1", List.of("ram"));
         ParkManifest.verify("ws-1", dir);
         try (RandomAccessFile raf = new RandomAccessFile(ram.toFile(), "rw")) {
             raf.setLength(raf.length() - 4096);
