@@ -357,11 +357,7 @@ class MicrovmDriverTest {
      */
     @Test
     void resume_savedStateNotAsParked_refusedNamingTheFile() throws Exception {
-        Sandbox ws = start("ws-verify", new StartRequest.Fresh());
-        Guest.sh(ws.agent(), "echo remembered > /tmp/t");
-        ws.park();
-        Path dir = request("ws-verify", new StartRequest.Resume()).stateDir();
-        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+        Path dir = parkedWith("ws-verify", "remembered");
 
         Path disk = dir.resolve("data.qcow2");
         long at = Files.size(disk) / 2;
@@ -401,11 +397,7 @@ class MicrovmDriverTest {
      */
     @Test
     void resume_manifestLeftPendingByACrash_resumesWithMemory() throws Exception {
-        Sandbox ws = start("ws-pending", new StartRequest.Fresh());
-        Guest.sh(ws.agent(), "echo kept > /tmp/t");
-        ws.park();
-        Path dir = request("ws-pending", new StartRequest.Resume()).stateDir();
-        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+        Path dir = parkedWith("ws-pending", "kept");
         ParkManifestTest.commitPending(dir, "ws-pending", List.of(QemuMachine.DATA_DISK, "ram"));
 
         Path ram = dir.resolve("ram");
@@ -419,6 +411,19 @@ class MicrovmDriverTest {
         Sandbox back = start("ws-pending", new StartRequest.Resume());
         assertEquals("kept\n", Guest.sh(back.agent(), "cat /tmp/t").out(), "resumed with its memory");
         back.destroy();
+    }
+
+    /**
+     * A fresh workspace {@code id} whose guest wrote {@code remembered} to /tmp/t (memory only), parked and settled
+     * (its park's digests recorded and its RAM file's holes punched); returns its state directory.
+     */
+    private Path parkedWith(String id, String remembered) throws Exception {
+        Sandbox ws = start(id, new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo " + remembered + " > /tmp/t");
+        ws.park();
+        Path dir = request(id, new StartRequest.Resume()).stateDir();
+        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+        return dir;
     }
 
     /** A park that cannot write its state changes nothing: the machine runs on, and says why. */
