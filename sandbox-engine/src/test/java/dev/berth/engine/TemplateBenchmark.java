@@ -22,8 +22,16 @@ public final class TemplateBenchmark {
 
     record Row(String level, int files, long flushMs, long snapshotMs, long forkExecMs) {}
 
+    /** The microVM driver's phase lines (DEBUG on berth.microvm: where each snapshot spent its time) go to stderr. */
+    private static final java.util.logging.Logger PHASES = java.util.logging.Logger.getLogger("berth.microvm");
+
     public static void main(String[] args) throws Exception {
         String level = args.length > 0 ? args[0] : "namespace";
+        var handler = new java.util.logging.ConsoleHandler();
+        handler.setLevel(java.util.logging.Level.FINE);
+        PHASES.setLevel(java.util.logging.Level.FINE);
+        PHASES.addHandler(handler);
+        PHASES.setUseParentHandlers(false);
         int[] sizes = args.length > 1 ? Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt).toArray() : new int[] {0, 5000, 50000};
         int many = args.length > 2 ? Integer.parseInt(args[2]) : 16;
         Path home = Files.createTempDirectory("berth-tpl-bench-");
@@ -128,8 +136,10 @@ public final class TemplateBenchmark {
         long snapMs = (System.nanoTime() - t0) / 1_000_000;
         t0 = System.nanoTime();
         String fork = engine.open(T, new OpenRequest(null, "ephemeral", snap.id(), null, null)).workspace().id();
+        long openMs = (System.nanoTime() - t0) / 1_000_000;
         engine.run(T, RunRequest.of(fork, "true"), OutputListener.NONE);
         long forkMs = (System.nanoTime() - t0) / 1_000_000;
+        System.err.printf("%d files: fork open %d ms, its first run %d ms%n", files, openMs, forkMs - openMs);
         engine.closeWorkspace(T, fork, true);
         engine.closeWorkspace(T, ws, true);
         engine.deleteSnapshot(T, snap.id());

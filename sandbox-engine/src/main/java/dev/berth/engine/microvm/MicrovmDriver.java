@@ -407,6 +407,7 @@ public final class MicrovmDriver implements IsolationDriver {
      * are complete, or succeeds on its own links).
      */
     private Sandbox startFork(StartRequest req, Path snapDir, boolean ownMemory) throws IOException {
+        Phases phases = new Phases();
         VmSpec snap = VmSpec.read(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
         Path snapDisk = snapDir.resolve(snap.disk() == null ? QemuMachine.DATA_DISK : snap.disk()).toAbsolutePath();
         // only a snapshot of a machine whose RAM was its own file has a stream without RAM pages: then its RAM file
@@ -447,11 +448,16 @@ public final class MicrovmDriver implements IsolationDriver {
             spec = snap.withMemory(mem, false).withState(null).withDisk(null);
         }
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));
+        phases.mark(own ? "copy RAM and disk" : "link layers, overlay");
         QemuMachine m = QemuMachine.launch(qemu, accel(), spec, req.stateDir(), disk, req.runtimeDir(), state);
+        phases.mark("launch QEMU, restore device state");
         Files.deleteIfExists(state);
         m.cont();
-        MicrovmSandbox sb = connect(req, spec, m, true, true);
+        phases.mark("cont");
+        MicrovmSandbox sb = connect(req, spec, m, true, true, phases);
         if (!own) DiskLayers.flattenIfDeep(m, req.stateDir());
+        sb.startPhases = phases.millis();
+        LOG.log(System.Logger.Level.DEBUG, () -> "microvm " + req.workspaceId() + ": fork phases (ms) " + sb.startPhases);
         return sb;
     }
 
@@ -778,6 +784,10 @@ public final class MicrovmDriver implements IsolationDriver {
      * when it is a fork's read-only RAM layer), and writes snapshot.json last.
      */
     static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer) throws IOException {
+        writeSnapshot(spec, stateDir, snapDir, topLayer, new Phases());
+    }
+
+    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer, Phases phases) throws IOException {
         Path layers = DiskLayers.ensureDir(snapDir);
         Path top = stateDir.resolve(DiskLayers.DIR).resolve(topLayer);
         DiskLayers.link(top, layers.resolve(topLayer));
@@ -789,7 +799,9 @@ public final class MicrovmDriver implements IsolationDriver {
         String memPath;
         if (spec.memShared()) {
             memPath = DiskLayers.DIR + "/" + DiskLayers.newId("r-") + ".ram";
+            phases.mark("link the disk layers");
             copySparse(stateDir.resolve(spec.memPath()), snapDir.resolve(memPath));
+            phases.mark("copy the RAM file");
         } else if (!Path.of(spec.memPath()).isAbsolute()) {
             memPath = spec.memPath();
             DiskLayers.link(stateDir.resolve(memPath), snapDir.resolve(memPath));
@@ -799,6 +811,7 @@ public final class MicrovmDriver implements IsolationDriver {
         VmSpec.fsync(layers);
         spec.withMemory(memPath, false).withState("state").withDisk(DiskLayers.DIR + "/" + topLayer)
                 .write(snapDir.resolve(VmSpec.SNAPSHOT_FILE));
+        phases.mark("fsync, snapshot.json");
     }
 
     static void copySparse(Path from, Path to) throws IOException {

@@ -12,6 +12,7 @@ import java.util.Map;
 
 /** One running microVM. Lifecycle calls are serialised by the engine; {@link #agent()} may be used concurrently. */
 final class MicrovmSandbox implements Sandbox {
+    private static final System.Logger LOG = System.getLogger("berth.microvm");
 
     private final String workspaceId;
     private final Path stateDir;
@@ -184,9 +185,39 @@ final class MicrovmSandbox implements Sandbox {
         writeOutStarted = now;
         Path ram = stateDir.resolve(spec.memPath());
         writeOut = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            if (stopped) return;
+            guestSync();
             if (!stopped) MicrovmDriver.writeBack(ram);
         }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, WRITE_OUT));
         return writeOut;
+    }
+
+    /** Longest a background guest {@code sync} is waited for; past it the write-out goes on without it. */
+    static final long GUEST_SYNC_TIMEOUT_MS = 120_000;
+
+    /**
+     * The guest writes its dirty page cache to its disk ({@code sync} as a process of its own: the agent's SYNC
+     * request would hold the agent's loop, and every run's streams with it, for as long as the write takes). Done
+     * once here, the write lands in the workspace's disk layer, which a snapshot freezes and shares; otherwise every
+     * fork of a snapshot taken soon after a large write repeats the same write-back into its own overlay (under TCG
+     * that was most of a fork's first run after 50,000 new files), and the snapshot's stop waits for the guest's
+     * requests in flight. The guest kernel would write those pages within 30 s anyway (its dirty_expire). Best
+     * effort: a failure or timeout only leaves the kernel to do it.
+     */
+    private void guestSync() {
+        try {
+            var h = agent.exec(new dev.berth.engine.agent.ExecRequest(List.of("/bin/sh", "-c", "sync"),
+                    List.of("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), "/", GUEST_SYNC_TIMEOUT_MS, false),
+                    new dev.berth.engine.agent.ExecListener() {
+                        @Override public void onStdout(byte[] d) { }
+                        @Override public void onStderr(byte[] d) { }
+                    });
+            h.exit().get(GUEST_SYNC_TIMEOUT_MS + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "microvm " + workspaceId + ": background guest sync: " + e);
+        }
     }
 
     private static java.util.concurrent.CompletableFuture<Void> fsyncAsync(Path f) {
@@ -230,29 +261,41 @@ final class MicrovmSandbox implements Sandbox {
     public ParkOutcome snapshot(Path snapshotStateDir) throws SandboxException {
         requireRunning("snapshot");
         long t0 = System.nanoTime();
+        Phases phases = new Phases();
         try {
             Files.createDirectories(snapshotStateDir);
             // a jailed QEMU sees only its own directories: it writes the state there, and the host moves it
             Path saved = stateDir.resolve(".snapshot-state");
             machine.stop();
+            phases.mark("stop");
             try {
                 // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state
                 // saved: both are of the same instant
                 String layer = DiskLayers.freezeLive(machine, stateDir);
+                phases.mark("freeze the disk as a layer");
                 machine.save(saved);
                 Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer);
+                phases.mark("save the device state");
+                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer, phases);
             } finally {
                 machine.cont();
+                phases.mark("cont");
             }
             lastFlatten = DiskLayers.flattenIfDeep(machine, stateDir);
             long millis = (System.nanoTime() - t0) / 1_000_000;
             VmSpec snap = VmSpec.read(snapshotStateDir.resolve(VmSpec.SNAPSHOT_FILE));
-            return new ParkOutcome(true, stateBytes(snapshotStateDir, snap), millis);
+            long bytes = stateBytes(snapshotStateDir, snap);
+            phases.mark("chain depth, state bytes");
+            lastSnapshotPhases = phases.millis();
+            LOG.log(System.Logger.Level.DEBUG, () -> "microvm " + workspaceId + ": snapshot phases (ms) " + lastSnapshotPhases);
+            return new ParkOutcome(true, bytes, millis);
         } catch (IOException e) {
             throw new SandboxException("microvm " + workspaceId + ": snapshot failed: " + e.getMessage(), e);
         }
     }
+
+    /** Where the last live snapshot spent its time (logged at DEBUG on {@code berth.microvm}; for the benchmark). */
+    volatile Map<String, Double> lastSnapshotPhases = Map.of();
 
     /** Whether the last snapshot started flattening the disk's backing chain (for tests). */
     volatile boolean lastFlatten;

@@ -103,11 +103,20 @@ class MicrovmDriverTest {
     }
 
     @Test
-    void flushInBackground_writesTheRamFileOut_atMostOncePerInterval() throws Exception {
+    void flushInBackground_writesTheGuestsDirtyPagesAndTheRamFileOut_atMostOncePerInterval() throws Exception {
         Guest.sh(shared.agent(), "dd if=/dev/urandom of=/tmp/dirty bs=1M count=8 2>/dev/null; rm /tmp/dirty");
+        // of 16 MiB written the small test VM's kernel keeps about 4 MiB dirty (its background threshold): it writes
+        // those back on its own only after 30 s
+        long before = Long.parseLong(Guest.sh(shared.agent(), "dd if=/dev/urandom of=/workspace/kept bs=1M count=16 2>/dev/null;"
+                + " awk '/^Dirty:/ {print $2}' /proc/meminfo").out().strip());
+        assertTrue(before >= 2048, "the guest wrote its 16 MiB back before the test could look (" + before + " KiB dirty)");
         var writeOut = shared.flushInBackground();
-        writeOut.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        writeOut.get(60, java.util.concurrent.TimeUnit.SECONDS);
         assertTrue(shared.isAlive());
+        // the write-out had the guest sync first: its page cache holds (almost) nothing dirty any more
+        long dirtyKiB = Long.parseLong(Guest.sh(shared.agent(), "awk '/^Dirty:/ {print $2}' /proc/meminfo").out().strip());
+        assertTrue(dirtyKiB < 1024, "guest still holds " + dirtyKiB + " KiB dirty after the write-out");
+        Guest.sh(shared.agent(), "rm /workspace/kept");
         // another run's end within the interval joins the last write-out instead of starting one more
         assertSame(writeOut, shared.flushInBackground());
         assertEquals("ok\n", Guest.sh(shared.agent(), "echo ok").out());
