@@ -127,7 +127,10 @@ final class EngineEvidence implements AutoCloseable {
     void snapshotDigest(Workspace ws, String snapshotId, Path dir) {
         // a platform thread of low priority: hashing reads every byte of the snapshot (a sparse disk image too), and
         // on a virtual thread those reads would hold one of the few carrier threads that every other virtual thread needs
+        // (and at nice 19: Java's priorities do nothing on Linux, and at equal priority this hashing took a core from
+        // the fork that usually follows a snapshot)
         Thread.ofPlatform().daemon().priority(Thread.MIN_PRIORITY).name("berth-snapshot-digest-" + snapshotId).start(() -> {
+            dev.berth.engine.host.BackgroundPriority.lowerCurrentThread();
             Map<String, Object> m = base(ws);
             m.put("snapshot", snapshotId);
             try {
