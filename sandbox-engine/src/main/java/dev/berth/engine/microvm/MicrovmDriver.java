@@ -784,10 +784,15 @@ public final class MicrovmDriver implements IsolationDriver {
      * when it is a fork's read-only RAM layer), and writes snapshot.json last.
      */
     static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer) throws IOException {
-        writeSnapshot(spec, stateDir, snapDir, topLayer, new Phases());
+        writeSnapshot(spec, stateDir, snapDir, topLayer, null, new Phases());
     }
 
-    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer, Phases phases) throws IOException {
+    /**
+     * As above; {@code copiedRam}, when not null, names the copy of the workspace's own RAM file that the caller
+     * already made in {@code snapDir} (a live snapshot copies it beside the device-state save).
+     */
+    static void writeSnapshot(VmSpec spec, Path stateDir, Path snapDir, String topLayer, String copiedRam, Phases phases)
+            throws IOException {
         Path layers = DiskLayers.ensureDir(snapDir);
         Path top = stateDir.resolve(DiskLayers.DIR).resolve(topLayer);
         DiskLayers.link(top, layers.resolve(topLayer));
@@ -797,9 +802,11 @@ public final class MicrovmDriver implements IsolationDriver {
             if (name.startsWith("d-") && !Files.exists(layers.resolve(name))) DiskLayers.link(below, layers.resolve(name));
         }
         String memPath;
-        if (spec.memShared()) {
+        phases.mark("link the disk layers");
+        if (spec.memShared() && copiedRam != null) {
+            memPath = copiedRam;
+        } else if (spec.memShared()) {
             memPath = DiskLayers.DIR + "/" + DiskLayers.newId("r-") + ".ram";
-            phases.mark("link the disk layers");
             copySparse(stateDir.resolve(spec.memPath()), snapDir.resolve(memPath));
             phases.mark("copy the RAM file");
         } else if (!Path.of(spec.memPath()).isAbsolute()) {

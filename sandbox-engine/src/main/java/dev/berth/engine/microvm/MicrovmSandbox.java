@@ -268,6 +268,22 @@ final class MicrovmSandbox implements Sandbox {
             Path saved = stateDir.resolve(".snapshot-state");
             machine.stop();
             phases.mark("stop");
+            // The RAM file no longer changes from stop on: its copy (the part of a snapshot that grows with the
+            // guest's page cache) runs beside the disk freeze and the device-state save, which do not touch it
+            String ram = spec.memShared() ? DiskLayers.DIR + "/" + DiskLayers.newId("r-") + ".ram" : null;
+            java.util.concurrent.CompletableFuture<Void> ramCopied = java.util.concurrent.CompletableFuture.completedFuture(null);
+            if (ram != null) {
+                DiskLayers.ensureDir(snapshotStateDir);
+                Path from = stateDir.resolve(spec.memPath());
+                Path to = snapshotStateDir.resolve(ram);
+                ramCopied = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        MicrovmDriver.copySparse(from, to);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, ParkManifest.ORCHESTRATE);
+            }
             try {
                 // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state
                 // saved: both are of the same instant
@@ -276,8 +292,12 @@ final class MicrovmSandbox implements Sandbox {
                 machine.save(saved);
                 Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 phases.mark("save the device state");
-                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer, phases);
+                join(ramCopied);
+                phases.mark("wait for the RAM copy (beyond freeze and save)");
+                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer, ram, phases);
             } finally {
+                // a failure above: the copy is not left running into a directory the engine is about to delete
+                ramCopied.exceptionally(x -> null).join();
                 machine.cont();
                 phases.mark("cont");
             }

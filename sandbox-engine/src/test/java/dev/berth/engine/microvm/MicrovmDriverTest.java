@@ -327,6 +327,33 @@ class MicrovmDriverTest {
     }
 
     @Test
+    void snapshot_intoAFullFileSystem_failsWithTheReason_machineRunsOn_nextSnapshotWorks() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "mounting a tmpfs needs root");
+        Sandbox ws = start("ws-full-snap", new StartRequest.Fresh());
+        // RAM the copy cannot skip (random bytes are not sparse), more than the 8 MiB file system holds
+        Guest.sh(ws.agent(), "head -c 24m /dev/urandom > /tmp/big; echo before > /workspace/m; sync");
+        Path full = Files.createDirectories(root.resolve("full-fs"));
+        assertEquals(0, new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", full.toString()).inheritIO().start().waitFor());
+        try {
+            var e = assertThrows(dev.berth.engine.spi.SandboxException.class, () -> ws.snapshot(full.resolve("snap")));
+            assertTrue(e.getMessage().contains("snapshot failed"), e.getMessage());
+            // the guest was continued: it runs, with its memory and its disk, and writes on
+            assertEquals("before\n", Guest.sh(ws.agent(), "cat /workspace/m").out());
+            assertEquals(25165824L, Long.parseLong(Guest.sh(ws.agent(), "wc -c < /tmp/big").out().strip()));
+            Guest.sh(ws.agent(), "echo after > /workspace/m; sync");
+        } finally {
+            new ProcessBuilder("umount", "-l", full.toString()).inheritIO().start().waitFor();
+        }
+        Path snap = root.resolve("snap-after-full");
+        assertTrue(ws.snapshot(snap).memoryKept());
+        Sandbox fork = start("ws-full-snap-fork", new StartRequest.Fork(snap));
+        assertEquals("after\n", Guest.sh(fork.agent(), "cat /workspace/m").out());
+        assertEquals(25165824L, Long.parseLong(Guest.sh(fork.agent(), "wc -c < /tmp/big").out().strip()));
+        fork.destroy();
+        ws.destroy();
+    }
+
+    @Test
     void destroyAndCleanup_leaveNoProcessSocketOrFile() throws Exception {
         Sandbox ws = start("ws-gone", new StartRequest.Fresh());
         StartRequest req = request("ws-gone", new StartRequest.Resume());
