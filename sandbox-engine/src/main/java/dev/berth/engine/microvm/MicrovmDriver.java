@@ -444,7 +444,7 @@ public final class MicrovmDriver implements IsolationDriver {
                     mem = ram;
                 }
             }
-            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", top, disk.toString()), 60);
+            DiskLayers.createOverlay(disk, top, DiskLayers.virtualSize(req.stateDir().resolve(top)));
             spec = snap.withMemory(mem, false).withState(null).withDisk(null);
         }
         spec.write(req.stateDir().resolve(VmSpec.WORKSPACE_FILE));

@@ -287,8 +287,7 @@ final class MicrovmSandbox implements Sandbox {
             try {
                 // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state
                 // saved: both are of the same instant
-                String layer = DiskLayers.freezeLive(machine, stateDir);
-                phases.mark("freeze the disk as a layer");
+                String layer = DiskLayers.freezeLive(machine, stateDir, phases);
                 machine.save(saved);
                 Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 phases.mark("save the device state");
