@@ -199,7 +199,7 @@ final class DiskLayers {
         int at = (int) java.nio.ByteBuffer.wrap(image).getLong(8);
         byte[] name = backing.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
         System.arraycopy(name, 0, image, at, name.length);
-        Files.write(file, image, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+        Files.write(file, image); // replaces a file of that name, as qemu-img create does
     }
 
     /** An empty overlay on {@link #PLACEHOLDER_REF} as qemu-img writes it, checked to name it where the header says. */
