@@ -166,6 +166,10 @@ final class MicrovmSandbox implements Sandbox {
     private static final java.util.concurrent.Executor WRITE_OUT = java.util.concurrent.Executors.newSingleThreadExecutor(
             Thread.ofPlatform().daemon().name("berth-ram-writeout").factory());
 
+    /** Guest syncs, one virtual thread each: they only wait on the agent. */
+    private static final java.util.concurrent.Executor GUEST_SYNC = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+            Thread.ofVirtual().name("berth-guest-sync-", 0).factory());
+
     private java.util.concurrent.CompletableFuture<Void> writeOut = java.util.concurrent.CompletableFuture.completedFuture(null);
     private long writeOutStarted = Long.MIN_VALUE / 2;
 
@@ -184,11 +188,14 @@ final class MicrovmSandbox implements Sandbox {
         if (!writeOut.isDone() || now - writeOutStarted < WRITE_OUT_INTERVAL_MS * 1_000_000) return writeOut;
         writeOutStarted = now;
         Path ram = stateDir.resolve(spec.memPath());
+        // the guest's sync waits on this workspace's own guest (up to GUEST_SYNC_TIMEOUT_MS if the guest is slow or
+        // hostile): on a thread of its own, so only the RAM files' writes queue on the one shared write-out thread
         writeOut = java.util.concurrent.CompletableFuture.runAsync(() -> {
-            if (stopped) return;
-            guestSync();
-            if (!stopped) MicrovmDriver.writeBack(ram);
-        }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, WRITE_OUT));
+            if (!stopped) guestSync();
+        }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, GUEST_SYNC))
+                .thenRunAsync(() -> {
+                    if (!stopped) MicrovmDriver.writeBack(ram);
+                }, WRITE_OUT);
         return writeOut;
     }
 
