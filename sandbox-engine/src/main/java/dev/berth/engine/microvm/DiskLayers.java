@@ -132,9 +132,8 @@ final class DiskLayers {
      */
     static java.util.Optional<String> qcow2Backing(Path f) throws IOException {
         try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ)) {
-            java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(20);
-            while (h.hasRemaining() && ch.read(h, h.position()) > 0) { }
-            if (h.hasRemaining() || h.getInt(0) != 0x514649fb) return null; // "QFI\xfb"
+            java.nio.ByteBuffer h = qcow2Header(ch);
+            if (h == null) return null;
             int version = h.getInt(4);
             long offset = h.getLong(8);
             int size = h.getInt(16);
@@ -145,6 +144,13 @@ final class DiskLayers {
             if (name.hasRemaining()) return null;
             return java.util.Optional.of(new String(name.array(), java.nio.charset.StandardCharsets.UTF_8));
         }
+    }
+
+    /** The first 32 bytes of a qcow2 header (magic through virtual size), or null when the file is not qcow2. */
+    private static java.nio.ByteBuffer qcow2Header(java.nio.channels.FileChannel ch) throws IOException {
+        java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(32);
+        while (h.hasRemaining() && ch.read(h, h.position()) > 0) { }
+        return h.hasRemaining() || h.getInt(0) != 0x514649fb ? null : h; // "QFI\xfb"
     }
 
     /** {@link #chain} as {@code qemu-img info --backing-chain} reports it. */
@@ -161,11 +167,8 @@ final class DiskLayers {
     /** The disk's virtual size: from its qcow2 header where it is one, else as {@code qemu-img info} reports it. */
     static long virtualSize(Path disk) throws IOException {
         try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(disk, java.nio.file.StandardOpenOption.READ)) {
-            java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(32);
-            while (h.hasRemaining() && ch.read(h, h.position()) > 0) { }
-            if (!h.hasRemaining() && h.getInt(0) == 0x514649fb && (h.getInt(4) == 2 || h.getInt(4) == 3) && h.getLong(24) > 0) {
-                return h.getLong(24);
-            }
+            java.nio.ByteBuffer h = qcow2Header(ch);
+            if (h != null && (h.getInt(4) == 2 || h.getInt(4) == 3) && h.getLong(24) > 0) return h.getLong(24);
         }
         String out = ImageBuilder.run(List.of("qemu-img", "info", "-U", "--output=json", disk.toString()), 60);
         return JSON.readTree(out).path("virtual-size").asLong();
