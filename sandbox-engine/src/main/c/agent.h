@@ -1,4 +1,4 @@
-/* Shared declarations of the Berth guest agent (protocol: tool-schemas/agent-protocol.md, BAP/1). */
+/* Shared declarations of the Berth guest agent (protocol: tool-schemas/agent-protocol.md, BAP/3). */
 #ifndef BERTH_AGENT_H
 #define BERTH_AGENT_H
 

@@ -1,6 +1,6 @@
 /*
  * Berth guest agent: main loop, host stream and session handling.
- * Protocol: tool-schemas/agent-protocol.md (BAP/1). Design notes: README.md next to this file.
+ * Protocol: tool-schemas/agent-protocol.md (BAP/3). Design notes: README.md next to this file.
  *
  * One thread, one poll() loop. Nothing blocks for long except local file I/O and the fork/chdir handshake.
  */

@@ -62,7 +62,7 @@ void exec_init(void) {
 int exec_count(void) { return g_nprocs; }
 
 /*
- * BAP/1 has no window for STDIN, so the agent's only flow control is to stop reading the host stream: the host's
+ * BAP/3 has no window for STDIN, so the agent's only flow control is to stop reading the host stream: the host's
  * writes then block, which is the back-pressure a slow consumer needs. A child that stops reading altogether must
  * not wedge the session, so after STDIN_STALL_MS without progress its bytes are buffered instead (up to
  * STDIN_BUF_MAX) and the host is read again.
