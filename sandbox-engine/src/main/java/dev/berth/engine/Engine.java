@@ -276,11 +276,8 @@ public final class Engine implements AutoCloseable {
             } finally {
                 ws.journal.ended(runId);
                 // what the run wrote goes to disk now, off every request's path, not in a later snapshot
-                ws.flushed = sandbox.flushInBackground();
-                if (ws.poolRefillDue && pool != null) { // its first run ended: the pool may start its replacement now
-                    ws.poolRefillDue = false;
-                    pool.refill(ws.driver);
-                }
+                ws.flushAfterRun(sandbox);
+                if (pool != null && ws.takePoolRefill()) pool.refill(ws.driver); // its first run ended: start its replacement
                 ws.egress.end(egress);
                 creds.revoke(); // the placeholders are worthless from here on
                 evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
@@ -292,11 +289,8 @@ public final class Engine implements AutoCloseable {
             r = r.withEgressFiltered(egress.filteredMetadata());
             r = r.withSecrets(creds.used(), creds.note());
             AuditLog.Position findings = evidence.guardFindings(ws, runId, record, r.agentConfigChanges());
-            String lost = ws.recovered;
-            if (lost != null) {
-                r = r.withRecovered(lost);
-                ws.recovered = null; // said once, in this result
-            }
+            String lost = ws.takeRecovered(); // said once, in this result
+            if (lost != null) r = r.withRecovered(lost);
             r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
             if (resumed) {
                 r = r.withResumed("the workspace was parked and was resumed for this run"
@@ -310,13 +304,7 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
         return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            synchronized (ws.processes) {
-                ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);
-                if (ws.processes.size() >= MAX_PROCESSES) {
-                    throw new EngineException(Kind.LIMIT, "workspace '" + ws.label() + "' has " + ws.processes.size()
-                            + " background processes (limit " + MAX_PROCESSES + "); stop some with run {process, signal}");
-                }
-            }
+            ws.checkRoomForProcess(MAX_PROCESSES);
             BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
             long t0 = System.nanoTime();
             evidence.backgroundStarting(ws, bp.id, req);
@@ -343,9 +331,7 @@ public final class Engine implements AutoCloseable {
                 ws.journal.ended(bp.id);
                 if (ws.lifecycle == Lifecycle.PERSISTENT && ws.state() != WorkspaceState.CLOSED) ProcessHandover.saveQuietly(store, ws);
             });
-            synchronized (ws.processes) {
-                ws.processes.put(bp.id, bp);
-            }
+            ws.track(bp);
             // a new server re-attaches it from the record after a crash
             if (ws.lifecycle == Lifecycle.PERSISTENT) ProcessHandover.saveQuietly(store, ws);
             return bp.read(0L, 0L, 0, resumed ? "started; the workspace was parked and was resumed first" : "started");
@@ -359,10 +345,7 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
                                  int waitSeconds, String signal, int maxBytes) throws EngineException {
         Workspace ws = registry.resolve(tenant, ref);
-        BackgroundProcess bp;
-        synchronized (ws.processes) {
-            bp = ws.processes.get(processId);
-        }
+        BackgroundProcess bp = ws.process(processId);
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");
@@ -372,7 +355,7 @@ public final class Engine implements AutoCloseable {
             withSandbox(tenant, ref, WorkspaceAction.RUN, (w, sandbox, resumed) -> null);
         }
         String note = bp.signalAndWait(signal, waitSeconds);
-        ws.lastUsedAt = Instant.now();
+        ws.touch();
         return bp.read(stdoutSince, stderrSince, maxBytes, note);
     }
 
@@ -432,8 +415,7 @@ public final class Engine implements AutoCloseable {
                 }
             }
             resumed = lifecycle.ensureRunning(tenant, ws);
-            ws.activeRuns++;
-            sandbox = ws.sandbox;
+            sandbox = ws.callStarted();
         } finally {
             ws.lock.unlock();
         }
@@ -442,8 +424,7 @@ public final class Engine implements AutoCloseable {
         } finally {
             ws.lock.lock();
             try {
-                ws.activeRuns--;
-                ws.lastUsedAt = Instant.now();
+                ws.callEnded();
             } finally {
                 ws.lock.unlock();
             }
@@ -458,7 +439,7 @@ public final class Engine implements AutoCloseable {
 
     /** Completes when the background write-out asked for at the end of the workspace's last run has ended (benchmarks, tests). */
     java.util.concurrent.CompletableFuture<Void> flushed(Tenant tenant, String ref) throws EngineException {
-        return registry.resolve(tenant, ref).flushed;
+        return registry.resolve(tenant, ref).flushed();
     }
 
     public WorkspaceInfo info(Tenant tenant, String ref) throws EngineException {
@@ -483,8 +464,8 @@ public final class Engine implements AutoCloseable {
         try {
             java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
             for (Workspace w : registry.all()) {
-                if (w.image == null) continue;
-                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                if (w.image() == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image().digest(), k -> new java.util.ArrayList<>());
                 String label = ImageUsage.label(w.id, w.name);
                 if (!users.contains(label)) users.add(label);
             }

@@ -69,7 +69,7 @@ final class EngineEvidence implements AutoCloseable {
      * (the digest it was opened with), else the driver's own image id.
      */
     String imageId(Workspace ws) {
-        ImageRef image = ws.image;
+        ImageRef image = ws.image();
         if (image != null) return image.name() + "@" + image.digest();
         return imageIds.computeIfAbsent(ws.driver.name(), n -> String.valueOf(ws.driver.imageId()));
     }

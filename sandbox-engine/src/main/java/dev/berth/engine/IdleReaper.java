@@ -50,7 +50,7 @@ final class IdleReaper implements AutoCloseable {
             if (due == null || due.isAfter(now)) continue;
             if (!ws.lock.tryLock()) continue;
             try {
-                if (ws.activeRuns > 0) continue;
+                if (ws.activeRuns() > 0) continue;
                 if (ws.lifecycle == Lifecycle.PERSISTENT) {
                     if (ws.state() != WorkspaceState.RUNNING) continue;
                     lifecycle.parkLocked(ws);

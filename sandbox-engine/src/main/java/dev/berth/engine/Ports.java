@@ -219,8 +219,8 @@ public final class Ports {
         @Override
         public void close() {
             if (open.getAndSet(false)) {
-                ws.previewConnections.decrementAndGet();
-                ws.lastUsedAt = Instant.now();
+                ws.previewClosed();
+                ws.touch();
             }
         }
     }
@@ -244,9 +244,9 @@ public final class Ports {
                         + " this server, so it cannot be resumed for the preview");
             }
             resumed = lifecycle.ensureRunning(owner, ws);
-            sandbox = ws.sandbox;
-            ws.previewConnections.incrementAndGet();
-            ws.lastUsedAt = Instant.now();
+            sandbox = ws.sandbox();
+            ws.previewOpened();
+            ws.touch();
         } finally {
             ws.lock.unlock();
         }
@@ -254,7 +254,7 @@ public final class Ports {
             PortStream s = sandbox.agent().openPort(e.port(), sink);
             return new Connection(s, ws, resumed);
         } catch (AgentException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             if (x.errno() == 111) {
                 throw new EngineException(Kind.UNAVAILABLE, "nothing listens on port " + e.port() + " inside workspace '"
                         + ws.label() + "' (connection refused); start the server so it listens on 127.0.0.1:" + e.port()
@@ -263,10 +263,10 @@ public final class Ports {
             throw new EngineException(Kind.UNAVAILABLE, "could not connect to port " + e.port() + " inside workspace '"
                     + ws.label() + "': " + x.getMessage(), x);
         } catch (IOException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             throw new EngineException(Kind.UNAVAILABLE, "could not reach the agent of workspace '" + ws.label() + "': " + x.getMessage(), x);
         } catch (RuntimeException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             throw x;
         }
     }

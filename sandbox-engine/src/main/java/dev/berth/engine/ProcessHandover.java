@@ -23,7 +23,7 @@ final class ProcessHandover {
      * over again, so losing the connection does not end it. Returns how many were marked.
      */
     static int suspendAll(Workspace ws) {
-        AgentClient agent = ws.sandbox == null ? null : ws.sandbox.agent();
+        AgentClient agent = ws.sandbox() == null ? null : ws.sandbox().agent();
         if (agent == null || !agent.supportsAttach()) return 0;
         int n = 0;
         for (BackgroundProcess bp : ws.processList()) {
@@ -49,7 +49,7 @@ final class ProcessHandover {
             }
             String run = bp.handle().run();
             try {
-                ExecHandle h = ws.sandbox.agent().attach(run, bp);
+                ExecHandle h = ws.sandbox().agent().attach(run, bp);
                 bp.reattach(h);
                 LOG.log(System.Logger.Level.DEBUG, "re-attached background process " + bp.id + " of " + ws.label() + " (run " + run + ")");
             } catch (IOException | RuntimeException e) {
@@ -92,9 +92,7 @@ final class ProcessHandover {
                 ws.egress.end(egress);
                 ws.journal.ended(bp.id);
             });
-            synchronized (ws.processes) {
-                ws.processes.put(bp.id, bp);
-            }
+            ws.track(bp);
         }
     }
 
