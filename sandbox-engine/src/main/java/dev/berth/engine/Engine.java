@@ -1,13 +1,11 @@
 package dev.berth.engine;
 
 import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -27,13 +25,11 @@ import java.util.Map;
  */
 public final class Engine implements AutoCloseable {
 
-    static final int MAX_PROCESSES = 32;
-
     private final EngineConfig config;
     private final Store store;
     private final WorkspaceRegistry registry = new WorkspaceRegistry();
     private final DriverSelector drivers;
-    private final Runner runner;
+    private final RunFlow runs;
     private final EngineEvidence evidence;
     private final RunCredentials credentials;
     private final Snapshots snapshots;
@@ -55,7 +51,6 @@ public final class Engine implements AutoCloseable {
         this.evidence = evidence;
         registry.onAdd(evidence::bind);
         this.drivers = new DriverSelector(config);
-        this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence, drivers::byName);
         this.images = new dev.berth.engine.image.ImageStore(store.home);
@@ -63,6 +58,7 @@ public final class Engine implements AutoCloseable {
         long budget = config.templates().poolBudgetMembers(dev.berth.engine.spi.Resources.DEFAULT.memoryMiB());
         this.pool = config.templates().poolSize() == 0 || poolLevels.isEmpty() || budget == 0 ? null
                 : new WarmPool(store, config.templates().poolSize(), budget, poolLevels);
+        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence);
@@ -257,85 +253,15 @@ public final class Engine implements AutoCloseable {
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
-        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            String runId = Ids.next("run-");
-            Instant startedAt = Instant.now();
-            long t0 = System.nanoTime();
-            EngineEvidence.Written started = evidence.runStarting(ws, runId, req);
-            RunCredentials.Grant creds = credentials.mint(tenant, ws, runId, req.secrets());
-            evidence.credentialsMinted(ws, runId, creds.bindings(), started);
-            WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
-            Policy effective = narrowing == null ? ws.egress.policy() : ws.egress.policy().narrow(narrowing);
-            Runner.Ended ended;
-            ws.journal.started(runId, "run", req.command());
-            try {
-                ended = runner.execute(ws, sandbox, req, listener, creds.injected(), egress, started::join);
-            } catch (EngineException e) {
-                evidence.runFailed(ws, runId, t0, e);
-                throw e;
-            } finally {
-                ws.journal.ended(runId);
-                // what the run wrote goes to disk now, off every request's path, not in a later snapshot
-                ws.flushAfterRun(sandbox);
-                if (pool != null && ws.takePoolRefill()) pool.refill(ws.driver); // its first run ended: start its replacement
-                ws.egress.end(egress);
-                creds.revoke(); // the placeholders are worthless from here on
-                evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
-            }
-            // the end record's fsync runs while the guard looks at what the run changed
-            EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, effective, ended.result(), creds.used(), resumed, egress);
-            RunResult r = runner.checked(sandbox, ended);
-            r = r.withEgressDenied(egress.denials());
-            r = r.withEgressFiltered(egress.filteredMetadata());
-            r = r.withSecrets(creds.used(), creds.note());
-            AuditLog.Position findings = evidence.guardFindings(ws, runId, record, r.agentConfigChanges());
-            String lost = ws.takeRecovered(); // said once, in this result
-            if (lost != null) r = r.withRecovered(lost);
-            r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
-            if (resumed) {
-                r = r.withResumed("the workspace was parked and was resumed for this run"
-                        + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
-            }
-            return evidence.runEnded(ws, runId, startedAt, record, findings, r);
-        });
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN,
+                (ws, sandbox, resumed) -> runs.foreground(tenant, ws, sandbox, resumed, req, listener, narrowing));
     }
 
     /** Starts a command in the background and returns at once; read its output with {@link #process}. */
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
-        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            ws.checkRoomForProcess(MAX_PROCESSES);
-            BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
-            long t0 = System.nanoTime();
-            evidence.backgroundStarting(ws, bp.id, req);
-            RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
-            evidence.credentialsMinted(ws, bp.id, creds.bindings());
-            WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels
-            ws.journal.started(bp.id, "background", req.command());
-            try {
-                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected(), egress));
-            } catch (EngineException | RuntimeException e) {
-                ws.egress.end(egress);
-                ws.journal.ended(bp.id);
-                creds.revoke();
-                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
-                if (e instanceof EngineException ee) evidence.runFailed(ws, bp.id, t0, ee);
-                throw e;
-            }
-            bp.onChannel = ch -> ws.egress.bind(egress, ch); // its channel after a re-attach (park, take-over)
-            // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
-            bp.onEnd(() -> {
-                ws.egress.end(egress);
-                creds.revoke();
-                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
-                ws.journal.ended(bp.id);
-                if (ws.lifecycle == Lifecycle.PERSISTENT && ws.state() != WorkspaceState.CLOSED) ProcessHandover.saveQuietly(store, ws);
-            });
-            ws.track(bp);
-            // a new server re-attaches it from the record after a crash
-            if (ws.lifecycle == Lifecycle.PERSISTENT) ProcessHandover.saveQuietly(store, ws);
-            return bp.read(0L, 0L, 0, resumed ? "started; the workspace was parked and was resumed first" : "started");
-        });
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN,
+                (ws, sandbox, resumed) -> runs.background(tenant, ws, sandbox, resumed, req, narrowing));
     }
 
     /**
