@@ -3,6 +3,7 @@ package dev.berth.engine;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.IsolationLevel;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxDamagedException;
@@ -67,7 +68,7 @@ final class WorkspaceLifecycle {
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
         Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshots.find(tenant, req.fromSnapshot());
         IsolationDriver driver = drivers.choose(req.isolation(), snap == null ? null : snap.isolation(), snap == null ? null : snap.name());
-        if (buildRoot != null && (!driver.name().equals("namespace") || snap != null || name != null || req.image() == null)) {
+        if (buildRoot != null && (!IsolationLevel.of(driver).buildsImages() || snap != null || name != null || req.image() == null)) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "an image build runs in a new unnamed namespace workspace on its base"
                     + " image (asked: isolation " + driver.name() + ", image " + req.image() + ")");
         }
@@ -400,9 +401,6 @@ final class WorkspaceLifecycle {
 
     private record ImageChoice(ImageRef ref, dev.berth.engine.image.ImageRecord record) {}
 
-    /** The levels whose own root is the host's {@code /usr} (read-only, with a curated {@code /etc}). */
-    static final java.util.List<String> HOST_ROOT_LEVELS = java.util.List.of("namespace", "gvisor");
-
     /**
      * The level's built-in image as a store name: on the levels whose own root is the host's {@code /usr}, the
      * developer image {@code berth setup} imported ({@link dev.berth.engine.image.ImageStore#DEVELOPER}; open to every
@@ -411,7 +409,7 @@ final class WorkspaceLifecycle {
      * {@code host-usr+...}).
      */
     private String builtInImage(IsolationDriver driver) throws EngineException {
-        if (!HOST_ROOT_LEVELS.contains(driver.name())) return null;
+        if (!IsolationLevel.of(driver).hostRoot()) return null;
         try {
             return images.digestOf(dev.berth.engine.image.ImageStore.DEVELOPER).isPresent() ? dev.berth.engine.image.ImageStore.DEVELOPER : null;
         } catch (IOException e) {
@@ -443,7 +441,7 @@ final class WorkspaceLifecycle {
                 } catch (IOException e) {
                     throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
                 }
-                if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
+                if (!IsolationLevel.of(driver).opensImages()) return null;
                 if (dflt.isEmpty()) {
                     name = builtInImage(driver);
                     if (name == null) return null;
@@ -458,7 +456,7 @@ final class WorkspaceLifecycle {
                         + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
                         + "); the operator grants images per tenant in the config's tenants.<id>.images");
             }
-            if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) {
+            if (!IsolationLevel.of(driver).opensImages()) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "the " + driver.name() + " level cannot open imported images"
                         + " (image '" + name + "'); ask for isolation " + dev.berth.engine.image.ImageStore.DRIVERS);
             }
