@@ -61,7 +61,7 @@ public final class Engine implements AutoCloseable {
         this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
-        this.ports = new Ports(registry, lifecycle, evidence);
+        this.ports = new Ports(registry, lifecycle, evidence, config.clock());
         this.approvals = new EgressApprovals(config, registry);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
@@ -412,6 +412,11 @@ public final class Engine implements AutoCloseable {
                 (state, iso) -> registry.all().stream().filter(w -> w.driver.name().equals(iso)
                         && w.state().name().toLowerCase(java.util.Locale.ROOT).equals(state)).count(),
                 iso -> registry.all().stream().filter(w -> w.driver.name().equals(iso) && w.sandboxLive()).count());
+    }
+
+    /** Applies the lifecycle policy once, now, on the engine's clock (tests drive the idle reaper with this). */
+    void reapIdle() {
+        reaper.reap();
     }
 
     /** The running sandbox of a workspace (resumed if parked), for tests in this package that look at it from the host. */

@@ -43,8 +43,9 @@ final class IdleReaper implements AutoCloseable {
         return new long[] {p.idleParkSeconds(), p.idleCloseSeconds(), p.ttlSeconds()};
     }
 
+    /** One round now: parks or closes every workspace whose deadline has passed on the engine's clock. */
     void reap() {
-        Instant now = Instant.now();
+        Instant now = config.clock().instant();
         for (Workspace ws : registry.all()) {
             Instant due = ws.lifecycle == Lifecycle.PERSISTENT ? ws.idleParkAt() : ws.expiresAt();
             if (due == null || due.isAfter(now)) continue;

@@ -43,13 +43,16 @@ public final class Ports {
     private final WorkspaceRegistry registry;
     private final WorkspaceLifecycle lifecycle;
     private final EngineEvidence evidence;
+    /** The engine's clock: exposures expire on it. */
+    private final java.time.InstantSource clock;
     private final Map<String, PortExposure> byId = new ConcurrentHashMap<>();
     private volatile Function<String, Tenant> tenants = id -> Tenant.LOCAL.id().equals(id) ? Tenant.LOCAL : null;
 
     /** The persisted form: versioned by the MetaFile header. */
     record Saved(@JsonProperty("exposures") List<PortExposure> exposures) {}
 
-    Ports(WorkspaceRegistry registry, WorkspaceLifecycle lifecycle, EngineEvidence evidence) {
+    Ports(WorkspaceRegistry registry, WorkspaceLifecycle lifecycle, EngineEvidence evidence, java.time.InstantSource clock) {
+        this.clock = clock;
         this.registry = registry;
         this.lifecycle = lifecycle;
         this.evidence = evidence;
@@ -111,7 +114,7 @@ public final class Ports {
                 throw new EngineException(Kind.ILLEGAL_STATE, "cannot expose a port of workspace '" + ws.label() + "': it is "
                         + ws.state().name().toLowerCase(java.util.Locale.ROOT));
             }
-            Instant now = Instant.now();
+            Instant now = clock.instant();
             Long ttl = ttlSeconds != null ? ttlSeconds : acc.equals(PortExposure.LINK) ? Long.valueOf(LINK_DEFAULT_TTL_S) : null;
             List<PortExposure> before = live(ws, now);
             PortExposure old = before.stream().filter(e -> e.port() == port).findFirst().orElse(null);
@@ -146,7 +149,7 @@ public final class Ports {
         ws.lock.lock();
         try {
             List<PortExposure> all = byId.values().stream().filter(x -> x.workspace().equals(ws.id) && x.port() == port).toList();
-            PortExposure e = all.stream().filter(x -> !x.expired(Instant.now())).findFirst()
+            PortExposure e = all.stream().filter(x -> !x.expired(clock.instant())).findFirst()
                     .orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "port " + port + " of workspace '" + ws.label()
                             + "' is not exposed" + (all.isEmpty() ? "" : " (its last exposure has expired)")));
             all.forEach(x -> byId.remove(x.id()));
@@ -167,7 +170,7 @@ public final class Ports {
 
     /** The live (not expired) exposures of a workspace, oldest first. */
     public List<PortExposure> list(Tenant tenant, String ref) throws EngineException {
-        return live(registry.resolve(tenant, ref), Instant.now());
+        return live(registry.resolve(tenant, ref), clock.instant());
     }
 
     private List<PortExposure> live(Workspace ws, Instant now) {
@@ -230,7 +233,7 @@ public final class Ports {
      * exposure is gone or expired, UNAVAILABLE (message says so) when nothing listens on the port inside.
      */
     public Connection connect(PortExposure e, PortStream.Sink sink) throws EngineException {
-        if (e.expired(Instant.now())) throw new EngineException(Kind.NOT_FOUND, "the preview link has expired");
+        if (e.expired(clock.instant())) throw new EngineException(Kind.NOT_FOUND, "the preview link has expired");
         Workspace ws = workspace(e);
         if (ws == null) throw new EngineException(Kind.NOT_FOUND, "the workspace of this preview is closed");
         Sandbox sandbox;

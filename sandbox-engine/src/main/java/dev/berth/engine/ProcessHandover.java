@@ -72,7 +72,7 @@ final class ProcessHandover {
             if (r == null || r.id() == null || r.run() == null || r.command() == null || r.startedAt() == null) continue;
             BackgroundProcess bp;
             try {
-                bp = BackgroundProcess.restored(r, ws.id);
+                bp = BackgroundProcess.restored(r, ws.id, ws.clock);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "skipping unreadable process record " + r.id() + " of " + ws.id + ": " + e);
                 continue;

@@ -99,7 +99,7 @@ final class RunFlow {
     ProcessStatus background(Tenant tenant, Workspace ws, Sandbox sandbox, boolean resumed, RunRequest req,
                              Policy narrowing) throws EngineException {
         ws.checkRoomForProcess(MAX_PROCESSES);
-        BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
+        BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress(), ws.clock);
         long t0 = System.nanoTime();
         evidence.backgroundStarting(ws, bp.id, req);
         Session s = Session.begin(this, tenant, ws, bp.id, "background", req, narrowing, null); // its narrowing and tunnels

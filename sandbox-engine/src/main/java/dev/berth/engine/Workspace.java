@@ -5,6 +5,7 @@ import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +50,8 @@ final class Workspace {
 
     /** The operator's lifecycle policy for this workspace's tenant, fixed at open or recovery. */
     final LifecyclePolicy policy;
+    /** The engine's clock: activity and the idle and TTL deadlines are measured in it. */
+    final InstantSource clock;
 
     /**
      * What a fault took from this workspace (a server crash, a lost sandbox, a cold boot), said in words by every
@@ -76,7 +79,8 @@ final class Workspace {
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
-              List<String> egressRequest, WorkspaceEgress egress, List<String> secrets, LifecyclePolicy policy) {
+              List<String> egressRequest, WorkspaceEgress egress, List<String> secrets, LifecyclePolicy policy,
+              InstantSource clock) {
         if (initial != WorkspaceState.CREATING && initial != WorkspaceState.PARKED && initial != WorkspaceState.DAMAGED) {
             throw new IllegalArgumentException("a workspace starts creating, or is recovered parked or damaged, not " + initial);
         }
@@ -97,6 +101,7 @@ final class Workspace {
         this.secrets = secrets == null ? List.of() : List.copyOf(secrets);
         this.journal = dir == null ? null : new RunJournal(dir);
         this.policy = policy == null ? LifecyclePolicy.DEFAULT : policy;
+        this.clock = clock == null ? InstantSource.system() : clock;
     }
 
     /** Adds a sentence to what a fault took from this workspace. */
@@ -166,7 +171,7 @@ final class Workspace {
 
     /** The workspace was used now (a tool call, a preview connection closing). */
     void touch() {
-        lastUsedAt = Instant.now();
+        lastUsedAt = clock.instant();
     }
 
     /** The last tool call, as recorded. */
@@ -300,7 +305,7 @@ final class Workspace {
      * connection is open; otherwise the later of its last tool call and its background processes' last output.
      */
     Instant lastActivity() {
-        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return Instant.now();
+        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return clock.instant();
         Instant t = lastUsedAt;
         synchronized (processes) {
             for (BackgroundProcess p : processes.values()) {

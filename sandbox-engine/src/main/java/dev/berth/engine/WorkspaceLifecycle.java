@@ -100,10 +100,10 @@ final class WorkspaceLifecycle {
             // start) may take a sandbox the warm pool started; it becomes this workspace and never goes back
             member = pool != null && snap == null && image == null && secrets.isEmpty() ? pool.claim(driver, resources) : null;
             String id = member != null ? member.id() : Ids.next("ws-");
-            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
+            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, config.clock().instant(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
-                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets, config.lifecycleOf(tenant.id()));
+                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets, config.lifecycleOf(tenant.id()), config.clock());
             if (image != null) ws.useImage(image.ref(), image.record(), buildRoot);
             if (member != null) ws.claimedFromPool();
             ws.lock.lock();
