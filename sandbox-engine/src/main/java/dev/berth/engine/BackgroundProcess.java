@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.OutputLog;
+
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.audit.AuditException;
 import dev.berth.engine.audit.AuditLog;

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.ExecHandle;
 import java.io.IOException;

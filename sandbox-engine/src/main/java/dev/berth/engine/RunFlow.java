@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.proxy.Policy;

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.BoundedOutput;
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.ExecExit;

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.RunJournal;
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;

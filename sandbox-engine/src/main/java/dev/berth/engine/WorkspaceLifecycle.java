@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
