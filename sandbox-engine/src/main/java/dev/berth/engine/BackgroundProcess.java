@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.OutputLog;
+
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;
@@ -39,12 +41,15 @@ final class BackgroundProcess implements ExecListener {
     /** Called with each new EXEC/ATTACH channel, before its tunnels arrive (binds the run's egress). */
     volatile java.util.function.IntConsumer onChannel;
 
-    BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest) {
-        this(id, workspace, command, egressRequest, java.time.Instant.now(), System.nanoTime());
+    BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
+                      java.time.InstantSource clock) {
+        this(id, workspace, command, egressRequest, java.time.Instant.now(), System.nanoTime(), clock);
     }
 
     private BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
-                              java.time.Instant startedAt, long startedNanos) {
+                              java.time.Instant startedAt, long startedNanos, java.time.InstantSource clock) {
+        this.clock = clock;
+        this.lastOutputAt = clock.instant();
         this.id = id;
         this.workspace = workspace;
         this.command = command;
@@ -54,10 +59,10 @@ final class BackgroundProcess implements ExecListener {
     }
 
     /** A process a previous server started, known from the workspace record: suspended until {@link #reattach}. */
-    static BackgroundProcess restored(Store.ProcessRecord r, String workspace) {
+    static BackgroundProcess restored(Store.ProcessRecord r, String workspace, java.time.InstantSource clock) {
         java.time.Instant at = java.time.Instant.parse(r.startedAt());
         long ago = java.time.Duration.between(at, java.time.Instant.now()).toNanos();
-        BackgroundProcess bp = new BackgroundProcess(r.id(), workspace, r.command(), r.egress(), at, System.nanoTime() - Math.max(0, ago));
+        BackgroundProcess bp = new BackgroundProcess(r.id(), workspace, r.command(), r.egress(), at, System.nanoTime() - Math.max(0, ago), clock);
         bp.handle = new Detached(r.pid(), r.run());
         bp.suspended = true;
         return bp;
@@ -179,10 +184,12 @@ final class BackgroundProcess implements ExecListener {
     }
 
     /** When the process last wrote output (or started): output counts as activity for the idle policy. */
-    volatile java.time.Instant lastOutputAt = java.time.Instant.now();
+    /** When it last wrote, on the engine's clock (activity for the idle policy). */
+    volatile java.time.Instant lastOutputAt;
+    private final java.time.InstantSource clock;
 
-    @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = java.time.Instant.now(); }
-    @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = java.time.Instant.now(); }
+    @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = clock.instant(); }
+    @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = clock.instant(); }
 
     boolean running() {
         if (lostBecause != null) return false;

@@ -1,13 +1,13 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -27,13 +27,11 @@ import java.util.Map;
  */
 public final class Engine implements AutoCloseable {
 
-    static final int MAX_PROCESSES = 32;
-
     private final EngineConfig config;
     private final Store store;
     private final WorkspaceRegistry registry = new WorkspaceRegistry();
     private final DriverSelector drivers;
-    private final Runner runner;
+    private final RunFlow runs;
     private final EngineEvidence evidence;
     private final RunCredentials credentials;
     private final Snapshots snapshots;
@@ -55,7 +53,6 @@ public final class Engine implements AutoCloseable {
         this.evidence = evidence;
         registry.onAdd(evidence::bind);
         this.drivers = new DriverSelector(config);
-        this.runner = new Runner(config);
         this.credentials = new RunCredentials(config);
         this.snapshots = new Snapshots(store, registry, evidence, drivers::byName);
         this.images = new dev.berth.engine.image.ImageStore(store.home);
@@ -63,9 +60,10 @@ public final class Engine implements AutoCloseable {
         long budget = config.templates().poolBudgetMembers(dev.berth.engine.spi.Resources.DEFAULT.memoryMiB());
         this.pool = config.templates().poolSize() == 0 || poolLevels.isEmpty() || budget == 0 ? null
                 : new WarmPool(store, config.templates().poolSize(), budget, poolLevels);
+        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
-        this.ports = new Ports(registry, lifecycle, evidence);
+        this.ports = new Ports(registry, lifecycle, evidence, config.clock());
         this.approvals = new EgressApprovals(config, registry);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
     }
@@ -257,99 +255,15 @@ public final class Engine implements AutoCloseable {
     /** Runs a shell command; blocks until it ends. Output is also streamed to {@code listener}. */
     public RunResult run(Tenant tenant, RunRequest req, OutputListener listener) throws EngineException {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
-        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            String runId = Ids.next("run-");
-            Instant startedAt = Instant.now();
-            long t0 = System.nanoTime();
-            EngineEvidence.Written started = evidence.runStarting(ws, runId, req);
-            RunCredentials.Grant creds = credentials.mint(tenant, ws, runId, req.secrets());
-            evidence.credentialsMinted(ws, runId, creds.bindings(), started);
-            WorkspaceEgress.RunEgress egress = ws.egress.begin(runId, narrowing);
-            Policy effective = narrowing == null ? ws.egress.policy() : ws.egress.policy().narrow(narrowing);
-            Runner.Ended ended;
-            ws.journal.started(runId, "run", req.command());
-            try {
-                ended = runner.execute(ws, sandbox, req, listener, creds.injected(), egress, started::join);
-            } catch (EngineException e) {
-                evidence.runFailed(ws, runId, t0, e);
-                throw e;
-            } finally {
-                ws.journal.ended(runId);
-                // what the run wrote goes to disk now, off every request's path, not in a later snapshot
-                ws.flushed = sandbox.flushInBackground();
-                if (ws.poolRefillDue && pool != null) { // its first run ended: the pool may start its replacement now
-                    ws.poolRefillDue = false;
-                    pool.refill(ws.driver);
-                }
-                ws.egress.end(egress);
-                creds.revoke(); // the placeholders are worthless from here on
-                evidence.credentialsRevoked(ws, runId, creds.bindings(), creds.used());
-            }
-            // the end record's fsync runs while the guard looks at what the run changed
-            EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, effective, ended.result(), creds.used(), resumed, egress);
-            RunResult r = runner.checked(sandbox, ended);
-            r = r.withEgressDenied(egress.denials());
-            r = r.withEgressFiltered(egress.filteredMetadata());
-            r = r.withSecrets(creds.used(), creds.note());
-            AuditLog.Position findings = evidence.guardFindings(ws, runId, record, r.agentConfigChanges());
-            String lost = ws.recovered;
-            if (lost != null) {
-                r = r.withRecovered(lost);
-                ws.recovered = null; // said once, in this result
-            }
-            r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
-            if (resumed) {
-                r = r.withResumed("the workspace was parked and was resumed for this run"
-                        + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
-            }
-            return evidence.runEnded(ws, runId, startedAt, record, findings, r);
-        });
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN,
+                (ws, sandbox, resumed) -> runs.foreground(tenant, ws, sandbox, resumed, req, listener, narrowing));
     }
 
     /** Starts a command in the background and returns at once; read its output with {@link #process}. */
     public ProcessStatus startBackground(Tenant tenant, RunRequest req) throws EngineException {
         Policy narrowing = req.egress() == null ? null : EgressPolicies.parse(config, req.egress());
-        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN, (ws, sandbox, resumed) -> {
-            synchronized (ws.processes) {
-                ws.processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && ws.processes.size() > MAX_PROCESSES / 2);
-                if (ws.processes.size() >= MAX_PROCESSES) {
-                    throw new EngineException(Kind.LIMIT, "workspace '" + ws.label() + "' has " + ws.processes.size()
-                            + " background processes (limit " + MAX_PROCESSES + "); stop some with run {process, signal}");
-                }
-            }
-            BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress());
-            long t0 = System.nanoTime();
-            evidence.backgroundStarting(ws, bp.id, req);
-            RunCredentials.Grant creds = credentials.mint(tenant, ws, bp.id, req.secrets());
-            evidence.credentialsMinted(ws, bp.id, creds.bindings());
-            WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing); // its egress narrowing and its tunnels
-            ws.journal.started(bp.id, "background", req.command());
-            try {
-                bp.attach(runner.start(ws, sandbox, req, bp, creds.injected(), egress));
-            } catch (EngineException | RuntimeException e) {
-                ws.egress.end(egress);
-                ws.journal.ended(bp.id);
-                creds.revoke();
-                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
-                if (e instanceof EngineException ee) evidence.runFailed(ws, bp.id, t0, ee);
-                throw e;
-            }
-            bp.onChannel = ch -> ws.egress.bind(egress, ch); // its channel after a re-attach (park, take-over)
-            // a background run's placeholders live as long as its process: revoked when it ends or is forgotten
-            bp.onEnd(() -> {
-                ws.egress.end(egress);
-                creds.revoke();
-                evidence.credentialsRevoked(ws, bp.id, creds.bindings(), creds.used());
-                ws.journal.ended(bp.id);
-                if (ws.lifecycle == Lifecycle.PERSISTENT && ws.state() != WorkspaceState.CLOSED) ProcessHandover.saveQuietly(store, ws);
-            });
-            synchronized (ws.processes) {
-                ws.processes.put(bp.id, bp);
-            }
-            // a new server re-attaches it from the record after a crash
-            if (ws.lifecycle == Lifecycle.PERSISTENT) ProcessHandover.saveQuietly(store, ws);
-            return bp.read(0L, 0L, 0, resumed ? "started; the workspace was parked and was resumed first" : "started");
-        });
+        return withSandbox(tenant, req.workspace(), WorkspaceAction.RUN,
+                (ws, sandbox, resumed) -> runs.background(tenant, ws, sandbox, resumed, req, narrowing));
     }
 
     /**
@@ -359,10 +273,7 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
                                  int waitSeconds, String signal, int maxBytes) throws EngineException {
         Workspace ws = registry.resolve(tenant, ref);
-        BackgroundProcess bp;
-        synchronized (ws.processes) {
-            bp = ws.processes.get(processId);
-        }
+        BackgroundProcess bp = ws.process(processId);
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");
@@ -372,7 +283,7 @@ public final class Engine implements AutoCloseable {
             withSandbox(tenant, ref, WorkspaceAction.RUN, (w, sandbox, resumed) -> null);
         }
         String note = bp.signalAndWait(signal, waitSeconds);
-        ws.lastUsedAt = Instant.now();
+        ws.touch();
         return bp.read(stdoutSince, stderrSince, maxBytes, note);
     }
 
@@ -432,8 +343,7 @@ public final class Engine implements AutoCloseable {
                 }
             }
             resumed = lifecycle.ensureRunning(tenant, ws);
-            ws.activeRuns++;
-            sandbox = ws.sandbox;
+            sandbox = ws.callStarted();
         } finally {
             ws.lock.unlock();
         }
@@ -442,8 +352,7 @@ public final class Engine implements AutoCloseable {
         } finally {
             ws.lock.lock();
             try {
-                ws.activeRuns--;
-                ws.lastUsedAt = Instant.now();
+                ws.callEnded();
             } finally {
                 ws.lock.unlock();
             }
@@ -458,7 +367,7 @@ public final class Engine implements AutoCloseable {
 
     /** Completes when the background write-out asked for at the end of the workspace's last run has ended (benchmarks, tests). */
     java.util.concurrent.CompletableFuture<Void> flushed(Tenant tenant, String ref) throws EngineException {
-        return registry.resolve(tenant, ref).flushed;
+        return registry.resolve(tenant, ref).flushed();
     }
 
     public WorkspaceInfo info(Tenant tenant, String ref) throws EngineException {
@@ -483,8 +392,8 @@ public final class Engine implements AutoCloseable {
         try {
             java.util.Map<String, List<String>> inUse = new java.util.TreeMap<>(ImageUsage.of(store.home));
             for (Workspace w : registry.all()) {
-                if (w.image == null) continue;
-                List<String> users = inUse.computeIfAbsent(w.image.digest(), k -> new java.util.ArrayList<>());
+                if (w.image() == null) continue;
+                List<String> users = inUse.computeIfAbsent(w.image().digest(), k -> new java.util.ArrayList<>());
                 String label = ImageUsage.label(w.id, w.name);
                 if (!users.contains(label)) users.add(label);
             }
@@ -505,6 +414,11 @@ public final class Engine implements AutoCloseable {
                 (state, iso) -> registry.all().stream().filter(w -> w.driver.name().equals(iso)
                         && w.state().name().toLowerCase(java.util.Locale.ROOT).equals(state)).count(),
                 iso -> registry.all().stream().filter(w -> w.driver.name().equals(iso) && w.sandboxLive()).count());
+    }
+
+    /** Applies the lifecycle policy once, now, on the engine's clock (tests drive the idle reaper with this). */
+    void reapIdle() {
+        reaper.reap();
     }
 
     /** The running sandbox of a workspace (resumed if parked), for tests in this package that look at it from the host. */

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.audit.AuditException;
 import dev.berth.engine.audit.AuditLog;
@@ -69,7 +71,7 @@ final class EngineEvidence implements AutoCloseable {
      * (the digest it was opened with), else the driver's own image id.
      */
     String imageId(Workspace ws) {
-        ImageRef image = ws.image;
+        ImageRef image = ws.image();
         if (image != null) return image.name() + "@" + image.digest();
         return imageIds.computeIfAbsent(ws.driver.name(), n -> String.valueOf(ws.driver.imageId()));
     }

@@ -43,14 +43,15 @@ final class IdleReaper implements AutoCloseable {
         return new long[] {p.idleParkSeconds(), p.idleCloseSeconds(), p.ttlSeconds()};
     }
 
+    /** One round now: parks or closes every workspace whose deadline has passed on the engine's clock. */
     void reap() {
-        Instant now = Instant.now();
+        Instant now = config.clock().instant();
         for (Workspace ws : registry.all()) {
             Instant due = ws.lifecycle == Lifecycle.PERSISTENT ? ws.idleParkAt() : ws.expiresAt();
             if (due == null || due.isAfter(now)) continue;
             if (!ws.lock.tryLock()) continue;
             try {
-                if (ws.activeRuns > 0) continue;
+                if (ws.activeRuns() > 0) continue;
                 if (ws.lifecycle == Lifecycle.PERSISTENT) {
                     if (ws.state() != WorkspaceState.RUNNING) continue;
                     lifecycle.parkLocked(ws);

@@ -43,13 +43,16 @@ public final class Ports {
     private final WorkspaceRegistry registry;
     private final WorkspaceLifecycle lifecycle;
     private final EngineEvidence evidence;
+    /** The engine's clock: exposures expire on it. */
+    private final java.time.InstantSource clock;
     private final Map<String, PortExposure> byId = new ConcurrentHashMap<>();
     private volatile Function<String, Tenant> tenants = id -> Tenant.LOCAL.id().equals(id) ? Tenant.LOCAL : null;
 
     /** The persisted form: versioned by the MetaFile header. */
     record Saved(@JsonProperty("exposures") List<PortExposure> exposures) {}
 
-    Ports(WorkspaceRegistry registry, WorkspaceLifecycle lifecycle, EngineEvidence evidence) {
+    Ports(WorkspaceRegistry registry, WorkspaceLifecycle lifecycle, EngineEvidence evidence, java.time.InstantSource clock) {
+        this.clock = clock;
         this.registry = registry;
         this.lifecycle = lifecycle;
         this.evidence = evidence;
@@ -111,7 +114,7 @@ public final class Ports {
                 throw new EngineException(Kind.ILLEGAL_STATE, "cannot expose a port of workspace '" + ws.label() + "': it is "
                         + ws.state().name().toLowerCase(java.util.Locale.ROOT));
             }
-            Instant now = Instant.now();
+            Instant now = clock.instant();
             Long ttl = ttlSeconds != null ? ttlSeconds : acc.equals(PortExposure.LINK) ? Long.valueOf(LINK_DEFAULT_TTL_S) : null;
             List<PortExposure> before = live(ws, now);
             PortExposure old = before.stream().filter(e -> e.port() == port).findFirst().orElse(null);
@@ -146,7 +149,7 @@ public final class Ports {
         ws.lock.lock();
         try {
             List<PortExposure> all = byId.values().stream().filter(x -> x.workspace().equals(ws.id) && x.port() == port).toList();
-            PortExposure e = all.stream().filter(x -> !x.expired(Instant.now())).findFirst()
+            PortExposure e = all.stream().filter(x -> !x.expired(clock.instant())).findFirst()
                     .orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "port " + port + " of workspace '" + ws.label()
                             + "' is not exposed" + (all.isEmpty() ? "" : " (its last exposure has expired)")));
             all.forEach(x -> byId.remove(x.id()));
@@ -167,7 +170,7 @@ public final class Ports {
 
     /** The live (not expired) exposures of a workspace, oldest first. */
     public List<PortExposure> list(Tenant tenant, String ref) throws EngineException {
-        return live(registry.resolve(tenant, ref), Instant.now());
+        return live(registry.resolve(tenant, ref), clock.instant());
     }
 
     private List<PortExposure> live(Workspace ws, Instant now) {
@@ -219,8 +222,8 @@ public final class Ports {
         @Override
         public void close() {
             if (open.getAndSet(false)) {
-                ws.previewConnections.decrementAndGet();
-                ws.lastUsedAt = Instant.now();
+                ws.previewClosed();
+                ws.touch();
             }
         }
     }
@@ -230,7 +233,7 @@ public final class Ports {
      * exposure is gone or expired, UNAVAILABLE (message says so) when nothing listens on the port inside.
      */
     public Connection connect(PortExposure e, PortStream.Sink sink) throws EngineException {
-        if (e.expired(Instant.now())) throw new EngineException(Kind.NOT_FOUND, "the preview link has expired");
+        if (e.expired(clock.instant())) throw new EngineException(Kind.NOT_FOUND, "the preview link has expired");
         Workspace ws = workspace(e);
         if (ws == null) throw new EngineException(Kind.NOT_FOUND, "the workspace of this preview is closed");
         Sandbox sandbox;
@@ -244,9 +247,9 @@ public final class Ports {
                         + " this server, so it cannot be resumed for the preview");
             }
             resumed = lifecycle.ensureRunning(owner, ws);
-            sandbox = ws.sandbox;
-            ws.previewConnections.incrementAndGet();
-            ws.lastUsedAt = Instant.now();
+            sandbox = ws.sandbox();
+            ws.previewOpened();
+            ws.touch();
         } finally {
             ws.lock.unlock();
         }
@@ -254,7 +257,7 @@ public final class Ports {
             PortStream s = sandbox.agent().openPort(e.port(), sink);
             return new Connection(s, ws, resumed);
         } catch (AgentException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             if (x.errno() == 111) {
                 throw new EngineException(Kind.UNAVAILABLE, "nothing listens on port " + e.port() + " inside workspace '"
                         + ws.label() + "' (connection refused); start the server so it listens on 127.0.0.1:" + e.port()
@@ -263,10 +266,10 @@ public final class Ports {
             throw new EngineException(Kind.UNAVAILABLE, "could not connect to port " + e.port() + " inside workspace '"
                     + ws.label() + "': " + x.getMessage(), x);
         } catch (IOException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             throw new EngineException(Kind.UNAVAILABLE, "could not reach the agent of workspace '" + ws.label() + "': " + x.getMessage(), x);
         } catch (RuntimeException x) {
-            ws.previewConnections.decrementAndGet();
+            ws.previewClosed();
             throw x;
         }
     }

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.ExecHandle;
 import java.io.IOException;
@@ -23,7 +26,7 @@ final class ProcessHandover {
      * over again, so losing the connection does not end it. Returns how many were marked.
      */
     static int suspendAll(Workspace ws) {
-        AgentClient agent = ws.sandbox == null ? null : ws.sandbox.agent();
+        AgentClient agent = ws.sandbox() == null ? null : ws.sandbox().agent();
         if (agent == null || !agent.supportsAttach()) return 0;
         int n = 0;
         for (BackgroundProcess bp : ws.processList()) {
@@ -49,7 +52,7 @@ final class ProcessHandover {
             }
             String run = bp.handle().run();
             try {
-                ExecHandle h = ws.sandbox.agent().attach(run, bp);
+                ExecHandle h = ws.sandbox().agent().attach(run, bp);
                 bp.reattach(h);
                 LOG.log(System.Logger.Level.DEBUG, "re-attached background process " + bp.id + " of " + ws.label() + " (run " + run + ")");
             } catch (IOException | RuntimeException e) {
@@ -72,7 +75,7 @@ final class ProcessHandover {
             if (r == null || r.id() == null || r.run() == null || r.command() == null || r.startedAt() == null) continue;
             BackgroundProcess bp;
             try {
-                bp = BackgroundProcess.restored(r, ws.id);
+                bp = BackgroundProcess.restored(r, ws.id, ws.clock);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "skipping unreadable process record " + r.id() + " of " + ws.id + ": " + e);
                 continue;
@@ -92,9 +95,7 @@ final class ProcessHandover {
                 ws.egress.end(egress);
                 ws.journal.ended(bp.id);
             });
-            synchronized (ws.processes) {
-                ws.processes.put(bp.id, bp);
-            }
+            ws.track(bp);
         }
     }
 

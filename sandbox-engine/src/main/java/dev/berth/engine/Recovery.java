@@ -1,5 +1,9 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.RunJournal;
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.SandboxException;
@@ -42,7 +46,7 @@ final class Recovery {
         try {
             for (Path dir : Store.children(store.workspaces)) recoverWorkspace(dir);
             for (Path rt : Store.children(store.run)) {
-                Workspace adopted = registry.all().stream().filter(w -> w.runtimeDir.equals(rt) && w.sandbox != null)
+                Workspace adopted = registry.all().stream().filter(w -> w.runtimeDir.equals(rt) && w.sandbox() != null)
                         .findFirst().orElse(null);
                 if (adopted != null) continue;
                 for (IsolationDriver d : drivers.all()) d.cleanupRuntime(rt);
@@ -96,14 +100,12 @@ final class Recovery {
         Workspace ws = new Workspace(rec.id(), tenant, rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
                 rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
                 store.runtimeDir(rec.id()), initial, rec.egress(),
-                new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets);
-        ws.lastUsedAt = Instant.parse(rec.lastUsedAt());
+                new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets, config.lifecycleOf(tenant), config.clock());
+        ws.restoreLastUsed(Instant.parse(rec.lastUsedAt()));
         if (rec.image() != null) {
-            ws.image = rec.image();
-            ws.imageRecord = new dev.berth.engine.image.ImageStore(config.home()).byDigest(rec.image().digest()).orElse(null);
+            ws.useImage(rec.image(), new dev.berth.engine.image.ImageStore(config.home()).byDigest(rec.image().digest()).orElse(null), null);
         }
-        if (initial == WorkspaceState.DAMAGED) ws.recovered = rec.damage();
-        ws.policy = config.lifecycleOf(tenant);
+        if (initial == WorkspaceState.DAMAGED && rec.damage() != null) ws.lost(rec.damage());
         List<RunJournal.Lost> lost = RunJournal.takeLost(dir);
         registry.add(ws);
         // background processes the last server left in the VM's memory: tracked again, re-attached once it runs
@@ -127,8 +129,8 @@ final class Recovery {
             sandbox = java.util.Optional.empty();
         }
         if (sandbox.isPresent()) {
-            ws.sandbox = sandbox.get();
-            ws.sandbox.agent().setTunnelHandler(ws.egress);
+            ws.attachSandbox(sandbox.get());
+            ws.sandbox().agent().setTunnelHandler(ws.egress);
             ws.move(Transitions.Step.RESUMED);
             ws.lost("the server stopped while the workspace ran; its " + ws.driver.name()
                     + " sandbox kept running and was taken over: files, memory and processes kept");
@@ -149,17 +151,14 @@ final class Recovery {
         for (RunJournal.Lost l : lost) {
             if (tracked(ws, l.id())) continue; // re-attached (or waiting for resume) under the same id
             ws.lost(("background".equals(l.kind()) ? "background process '" + l.id() + "' (" + l.command() + ")"
-                    + (ws.sandbox != null ? " may still run, but its handle and output are gone" : " ended")
+                    + (ws.sandbox() != null ? " may still run, but its handle and output are gone" : " ended")
                     : "run '" + l.id() + "' (" + l.command() + ") was in flight: it was not repeated and its result is lost"));
         }
     }
 
     /** Whether a restored background process of this id is still tracked (re-attached, or waiting for resume). */
     private static boolean tracked(Workspace ws, String id) {
-        synchronized (ws.processes) {
-            BackgroundProcess bp = ws.processes.get(id);
-            return bp != null;
-        }
+        return ws.process(id) != null;
     }
 
     /** Restored processes that cannot come back: reported lost, not tracked. */

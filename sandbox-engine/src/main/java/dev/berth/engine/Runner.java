@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.BoundedOutput;
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.ExecExit;
@@ -65,7 +68,7 @@ final class Runner {
         if (maxOut < 256 || maxOut > 16 * 1024 * 1024) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside 256..16777216");
         }
-        var image = ws.imageRecord;
+        var image = ws.imageRecord();
         // an imported image's WorkingDir is the default cwd, as in a container started from it
         String cwd = WorkspacePaths.resolve(req.cwd() == null && image != null && image.workingDir() != null
                 ? image.workingDir() : req.cwd());
@@ -211,7 +214,7 @@ final class Runner {
 
     private static List<String> environment(Workspace ws, Map<String, String> extra, Injected injected) throws EngineException {
         Map<String, String> env = baseEnvironment();
-        var image = ws.imageRecord;
+        var image = ws.imageRecord();
         if (image != null) {
             // the image config's Env (its PATH, JAVA_HOME...) over Berth's defaults; the egress and Berth variables
             // below stay Berth's, and the run's own env still wins

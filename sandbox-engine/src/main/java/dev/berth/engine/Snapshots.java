@@ -99,7 +99,7 @@ final class Snapshots {
                     out = new Sandbox.ParkOutcome(ws.driver.capabilities().snapshotKeepsMemory() && Files.exists(state.resolve("memory")),
                             Store.treeBytes(state), (System.nanoTime() - t0) / 1_000_000);
                 } else {
-                    out = ws.sandbox.snapshot(state);
+                    out = ws.sandbox().snapshot(state);
                 }
             } catch (SandboxException | RuntimeException e) {
                 Store.deleteQuietly(tmp);
@@ -117,7 +117,7 @@ final class Snapshots {
                 }
             }
             var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
-                    out.stateBytes(), Instant.now().toString(), ws.fromSnapshot, ws.image);
+                    out.stateBytes(), Instant.now().toString(), ws.fromSnapshot, ws.image());
             store.save(tmp, rec);
             Files.move(tmp, store.snapshotDir(id), StandardCopyOption.ATOMIC_MOVE);
             evidence.lifecycle(ws, "snapshot", java.util.Map.of("snapshot", id, "snapshot_name", rec.name(),

@@ -93,8 +93,8 @@ final class Store {
     private void saveLocked(Workspace ws) throws IOException {
         String persisted = ws.state() == WorkspaceState.PARKED ? "parked" : ws.state() == WorkspaceState.DAMAGED ? "damaged" : "running";
         var rec = new WorkspaceRecord(ws.id, ws.tenant, ws.name, ws.lifecycle.wireName(), ws.driver.name(), persisted,
-                ws.createdAt.toString(), ws.lastUsedAt.toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
-                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered : null, ws.image,
+                ws.createdAt.toString(), ws.lastUsedAt().toString(), ws.fromSnapshot, ws.resources, ws.egressRequest,
+                ws.secrets.isEmpty() ? null : ws.secrets, ws.state() == WorkspaceState.DAMAGED ? ws.recovered() : null, ws.image(),
                 ws.processRecords());
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }

@@ -1,13 +1,20 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.RunJournal;
+import dev.berth.engine.egress.WorkspaceEgress;
+
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -15,7 +22,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * transition holds the lock for its whole duration, so other callers wait rather than observe a half-done move.
  * Runs hold the lock only to check the state and count themselves in {@link #activeRuns}.
  *
- * <p>The state changes only through {@link #move}, which asks the table in {@link Transitions}.
+ * <p>The state changes only through {@link #move}, which asks the table in {@link Transitions}. Every other field
+ * is either fixed at construction or changed by a method named for what happened (a sandbox attached, a call
+ * started or ended, a run flushed), never assigned from another class.
  */
 final class Workspace {
     final String id;
@@ -31,7 +40,7 @@ final class Workspace {
     final ReentrantLock lock = new ReentrantLock();
 
     /** Background processes by id; guarded by itself. */
-    final Map<String, BackgroundProcess> processes = new LinkedHashMap<>();
+    private final Map<String, BackgroundProcess> processes = new LinkedHashMap<>();
 
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
     final List<String> egressRequest;
@@ -42,36 +51,39 @@ final class Workspace {
     /** Runs in flight, on disk, so the server after a crash can say which it lost. */
     final RunJournal journal;
 
+    /** The operator's lifecycle policy for this workspace's tenant, fixed at open or recovery. */
+    final LifecyclePolicy policy;
+    /** The engine's clock: activity and the idle and TTL deadlines are measured in it. */
+    final InstantSource clock;
+
     /**
      * What a fault took from this workspace (a server crash, a lost sandbox, a cold boot), said in words by every
      * result until a run has reported it; null when nothing was lost.
      */
-    volatile String recovered;
-
-    /** The operator's lifecycle policy for this workspace's tenant. */
-    volatile LifecyclePolicy policy = LifecyclePolicy.DEFAULT;
+    private volatile String recovered;
 
     /** Inbound preview connections open right now ({@link Ports}): they count as activity for the idle policy. */
-    final java.util.concurrent.atomic.AtomicInteger previewConnections = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger previewConnections = new AtomicInteger();
     /** The imported image it runs on (null: the driver's built-in image), set at open or recovery, then fixed. */
-    volatile ImageRef image;
+    private volatile ImageRef image;
     /** That image's record (its config's Env and WorkingDir are every run's defaults); null with the built-in image. */
-    volatile dev.berth.engine.image.ImageRecord imageRecord;
+    private volatile dev.berth.engine.image.ImageRecord imageRecord;
     /** A recipe build's writable root (a scratch copy of its base image), or null; never persisted. */
-    volatile java.nio.file.Path buildRoot;
+    private volatile Path buildRoot;
 
     private volatile WorkspaceState state;
-    Sandbox sandbox;
-    int activeRuns;
-    volatile Instant lastUsedAt;
+    private Sandbox sandbox;
+    private int activeRuns;
+    private volatile Instant lastUsedAt;
     /** Claimed from the warm pool and no run has ended yet: the pool refills when the first one does. */
-    volatile boolean poolRefillDue;
-    /** The background write-out asked for when the last run ended ({@link dev.berth.engine.spi.Sandbox#flushInBackground}). */
-    volatile java.util.concurrent.CompletableFuture<Void> flushed = java.util.concurrent.CompletableFuture.completedFuture(null);
+    private final AtomicBoolean poolRefillDue = new AtomicBoolean();
+    /** The background write-out asked for when the last run ended ({@link Sandbox#flushInBackground}). */
+    private volatile CompletableFuture<Void> flushed = CompletableFuture.completedFuture(null);
 
     Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
-              List<String> egressRequest, WorkspaceEgress egress, List<String> secrets) {
+              List<String> egressRequest, WorkspaceEgress egress, List<String> secrets, LifecyclePolicy policy,
+              InstantSource clock) {
         if (initial != WorkspaceState.CREATING && initial != WorkspaceState.PARKED && initial != WorkspaceState.DAMAGED) {
             throw new IllegalArgumentException("a workspace starts creating, or is recovered parked or damaged, not " + initial);
         }
@@ -91,6 +103,8 @@ final class Workspace {
         this.egress = egress;
         this.secrets = secrets == null ? List.of() : List.copyOf(secrets);
         this.journal = dir == null ? null : new RunJournal(dir);
+        this.policy = policy == null ? LifecyclePolicy.DEFAULT : policy;
+        this.clock = clock == null ? InstantSource.system() : clock;
     }
 
     /** Adds a sentence to what a fault took from this workspace. */
@@ -98,7 +112,151 @@ final class Workspace {
         recovered = recovered == null ? what : recovered + "; " + what;
     }
 
+    /** What a fault took from this workspace, once, and forgets it: the result that says it is the last to. */
+    String takeRecovered() {
+        String lost = recovered;
+        recovered = null;
+        return lost;
+    }
+
+    /** What a fault took from this workspace, or null; kept until a run reports it. */
+    String recovered() { return recovered; }
+
+    /**
+     * Resume found the saved state failed verification: moves to damaged and says why (replacing any earlier
+     * sentence, which the damage supersedes). Caller holds the lock.
+     */
+    void markDamaged(String why) {
+        move(Transitions.Step.DAMAGED);
+        sandbox = null;
+        recovered = why;
+    }
+
     WorkspaceState state() { return state; }
+
+    /** The sandbox it runs in, or null while parked, damaged, or between transitions. Caller holds the lock. */
+    Sandbox sandbox() { return sandbox; }
+
+    /** A sandbox was started for, or taken over by, this workspace while it is creating or resuming. Caller holds the lock. */
+    void attachSandbox(Sandbox s) {
+        if (state != WorkspaceState.CREATING && state != WorkspaceState.RESUMING) {
+            throw new IllegalStateException("workspace '" + label() + "': a sandbox is attached while creating or resuming, not "
+                    + state.wireName());
+        }
+        sandbox = s;
+    }
+
+    /** Stops the sandbox, if any, and forgets it (a failed start, a lost sandbox, close). Caller holds the lock. */
+    void destroySandbox() {
+        if (sandbox != null) sandbox.destroy();
+        sandbox = null;
+    }
+
+    /** The sandbox is gone without being destroyed here (it parked itself, or never came up). Caller holds the lock. */
+    void releaseSandbox() {
+        sandbox = null;
+    }
+
+    /** A caller's work on the sandbox begins (park and close wait for it); returns the sandbox. Caller holds the lock. */
+    Sandbox callStarted() {
+        activeRuns++;
+        return sandbox;
+    }
+
+    /** A caller's work on the sandbox ended: it no longer holds park and close off, and counts as use. Caller holds the lock. */
+    void callEnded() {
+        activeRuns--;
+        touch();
+    }
+
+    /** Runs and file calls in flight. */
+    int activeRuns() { return activeRuns; }
+
+    /** The workspace was used now (a tool call, a preview connection closing). */
+    void touch() {
+        lastUsedAt = clock.instant();
+    }
+
+    /** The last tool call, as recorded. */
+    Instant lastUsedAt() { return lastUsedAt; }
+
+    /** Recovery: the last use as the previous server recorded it. */
+    void restoreLastUsed(Instant at) {
+        lastUsedAt = at;
+    }
+
+    /** An inbound preview connection opened: it keeps the workspace awake until {@link #previewClosed}. */
+    void previewOpened() {
+        previewConnections.incrementAndGet();
+    }
+
+    /** An inbound preview connection ended (or never got through). */
+    void previewClosed() {
+        previewConnections.decrementAndGet();
+    }
+
+    /** Sets the imported image it runs on, once, at open or recovery (null record: the image has left the store). */
+    void useImage(ImageRef ref, dev.berth.engine.image.ImageRecord record, Path buildRoot) {
+        if (image != null) throw new IllegalStateException("workspace '" + label() + "' has its image already");
+        this.image = ref;
+        this.imageRecord = record;
+        this.buildRoot = buildRoot;
+    }
+
+    /** The imported image it runs on, or null (the driver's built-in image). */
+    ImageRef image() { return image; }
+
+    /** The image's record (its config's Env and WorkingDir are every run's defaults), or null. */
+    dev.berth.engine.image.ImageRecord imageRecord() { return imageRecord; }
+
+    /** A recipe build's writable root, or null. */
+    Path buildRoot() { return buildRoot; }
+
+    /** This workspace took a sandbox from the warm pool; the pool refills when its first run ends. */
+    void claimedFromPool() {
+        poolRefillDue.set(true);
+    }
+
+    /** True exactly once after {@link #claimedFromPool}: the first run has ended and the pool may refill. */
+    boolean takePoolRefill() {
+        return poolRefillDue.compareAndSet(true, false);
+    }
+
+    /** A run ended: what it wrote goes to disk now, off every request's path, not in a later snapshot. */
+    void flushAfterRun(Sandbox s) {
+        flushed = s.flushInBackground();
+    }
+
+    /** Completes when the write-out asked for at the end of the last run has ended. */
+    CompletableFuture<Void> flushed() { return flushed; }
+
+    /** Starts tracking a background process under its id. */
+    void track(BackgroundProcess bp) {
+        synchronized (processes) {
+            processes.put(bp.id, bp);
+        }
+    }
+
+    /** The tracked background process of that id, or null. */
+    BackgroundProcess process(String id) {
+        synchronized (processes) {
+            return processes.get(id);
+        }
+    }
+
+    /**
+     * Makes room for one more background process: forgets ended ones while more than half of {@code max} are
+     * tracked, then refuses when {@code max} are still tracked.
+     */
+    void checkRoomForProcess(int max) throws EngineException {
+        synchronized (processes) {
+            processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && processes.size() > max / 2);
+            if (processes.size() >= max) {
+                throw new EngineException(EngineException.Kind.LIMIT, "workspace '" + label() + "' has " + processes.size()
+                        + " background processes (limit " + max + "); stop some with run {process, signal}");
+            }
+        }
+    }
 
     /** Takes one step of the state machine; the only way this workspace's state changes. Caller holds the lock. */
     WorkspaceState move(Transitions.Step step) {
@@ -150,7 +308,7 @@ final class Workspace {
      * connection is open; otherwise the later of its last tool call and its background processes' last output.
      */
     Instant lastActivity() {
-        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return Instant.now();
+        if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return clock.instant();
         Instant t = lastUsedAt;
         synchronized (processes) {
             for (BackgroundProcess p : processes.values()) {

@@ -1,8 +1,12 @@
 package dev.berth.engine;
 
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.egress.EgressPolicies;
+
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
+import dev.berth.engine.spi.IsolationLevel;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxDamagedException;
@@ -67,7 +71,7 @@ final class WorkspaceLifecycle {
         Lifecycle lifecycle = lc.equals("auto") ? (name != null ? Lifecycle.PERSISTENT : Lifecycle.EPHEMERAL) : Lifecycle.parse(lc);
         Store.SnapshotRecord snap = req.fromSnapshot() == null ? null : snapshots.find(tenant, req.fromSnapshot());
         IsolationDriver driver = drivers.choose(req.isolation(), snap == null ? null : snap.isolation(), snap == null ? null : snap.name());
-        if (buildRoot != null && (!driver.name().equals("namespace") || snap != null || name != null || req.image() == null)) {
+        if (buildRoot != null && (!IsolationLevel.of(driver).buildsImages() || snap != null || name != null || req.image() == null)) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "an image build runs in a new unnamed namespace workspace on its base"
                     + " image (asked: isolation " + driver.name() + ", image " + req.image() + ")");
         }
@@ -99,17 +103,12 @@ final class WorkspaceLifecycle {
             // start) may take a sandbox the warm pool started; it becomes this workspace and never goes back
             member = pool != null && snap == null && image == null && secrets.isEmpty() ? pool.claim(driver, resources) : null;
             String id = member != null ? member.id() : Ids.next("ws-");
-            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, Instant.now(), snap == null ? null : snap.id(), resources,
+            ws = new Workspace(id, tenant.id(), name, lifecycle, driver, config.clock().instant(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
-                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets);
-            ws.policy = config.lifecycleOf(tenant.id());
-            if (image != null) {
-                ws.image = image.ref();
-                ws.imageRecord = image.record();
-                ws.buildRoot = buildRoot;
-            }
-            ws.poolRefillDue = member != null;
+                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets, config.lifecycleOf(tenant.id()), config.clock());
+            if (image != null) ws.useImage(image.ref(), image.record(), buildRoot);
+            if (member != null) ws.claimedFromPool();
             ws.lock.lock();
             registry.add(ws);
         }
@@ -117,7 +116,7 @@ final class WorkspaceLifecycle {
             Files.createDirectories(ws.stateDir());
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
-            ws.sandbox = member != null ? member.sandbox() : starter.start(driver, startRequest(ws, mode));
+            ws.attachSandbox(member != null ? member.sandbox() : starter.start(driver, startRequest(ws, mode)));
             connect(ws);
             java.util.Map<String, Object> extra = new java.util.LinkedHashMap<>();
             if (snap != null) {
@@ -126,9 +125,9 @@ final class WorkspaceLifecycle {
             }
             extra.put("egress_policy_digest", EngineEvidence.policyDigest(egressPolicy));
             if (!secrets.isEmpty()) extra.put("secrets", secrets);
-            if (ws.image != null) {
-                extra.put("image", ws.image.name());
-                extra.put("image_digest", ws.image.digest());
+            if (ws.image() != null) {
+                extra.put("image", ws.image().name());
+                extra.put("image_digest", ws.image().digest());
             }
             // recorded before the workspace counts as running: if the record cannot be made, the open fails and is undone
             evidence.lifecycle(ws, snap == null ? "open" : "fork", extra, t0);
@@ -141,7 +140,7 @@ final class WorkspaceLifecycle {
             evidence.failed(snap == null ? "open" : "fork", driver.name(), t0);
             registry.remove(ws);
             ws.move(Step.START_FAILED);
-            if (ws.sandbox != null) ws.sandbox.destroy();
+            ws.destroySandbox();
             ws.driver.cleanupRuntime(ws.runtimeDir);
             Store.deleteQuietly(ws.dir);
             Store.deleteQuietly(ws.runtimeDir);
@@ -164,9 +163,9 @@ final class WorkspaceLifecycle {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with isolation '"
                     + ws.driver.name() + "'; omit isolation to reopen it, or pick another name");
         }
-        if (req.image() != null && (ws.image == null || !ws.image.name().equals(req.image()))) {
+        if (req.image() != null && (ws.image() == null || !ws.image().name().equals(req.image()))) {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists on image '"
-                    + (ws.image == null ? ImageRef.BUILT_IN : ws.image.name()) + "'; omit image to reopen it, or pick another name");
+                    + (ws.image() == null ? ImageRef.BUILT_IN : ws.image().name()) + "'; omit image to reopen it, or pick another name");
         }
         if (req.secrets() != null && !new HashSet<>(req.secrets()).equals(new HashSet<>(ws.secrets))) {
             throw new EngineException(Kind.CONFLICT, "workspace '" + ws.name + "' exists with secrets " + ws.secrets
@@ -192,33 +191,30 @@ final class WorkspaceLifecycle {
      */
     boolean ensureRunning(Tenant tenant, Workspace ws) throws EngineException {
         if (ws.state() == WorkspaceState.RUNNING && ws.sandboxLive()) return false;
-        if (ws.state() == WorkspaceState.RUNNING && ws.sandbox != null) {
+        if (ws.state() == WorkspaceState.RUNNING && ws.sandbox() != null) {
             LOG.log(System.Logger.Level.WARNING, "sandbox of " + ws.id + " had stopped; restarting it");
             ws.lost(ws.driver.capabilities().parkKeepsMemory()
                     ? "cold boot, memory lost: the workspace's " + ws.driver.name() + " sandbox had stopped (its process"
                       + " ended outside Berth); files on its disk are kept, memory and processes are not"
                     : "the workspace's sandbox had stopped: files kept, its processes ended");
             ws.forgetProcesses();
-            ws.sandbox.destroy();
-            ws.sandbox = null;
+            ws.destroySandbox();
         }
         if (ws.state() == WorkspaceState.PARKED) registry.checkQuota(tenant, ws.resources, false);
         long t0 = System.nanoTime();
         ws.move(Step.RESUME);
         try {
-            ws.sandbox = starter.start(ws.driver, startRequest(ws, new StartRequest.Resume()));
+            ws.attachSandbox(starter.start(ws.driver, startRequest(ws, new StartRequest.Resume())));
             connect(ws);
             ProcessHandover.reattachAll(ws); // background processes frozen with its memory go on under the same ids
             evidence.lifecycle(ws, "resume", java.util.Map.of(), t0); // before it counts as running, as for open
             ws.move(Step.RESUMED);
-            ws.lastUsedAt = Instant.now();
+            ws.touch();
             store.save(ws);
             return true;
         } catch (SandboxDamagedException e) {
             evidence.failed("resume", ws.driver.name(), t0);
-            ws.sandbox = null;
-            ws.move(Step.DAMAGED);
-            ws.recovered = "damaged: its saved state failed verification (" + e.getMessage() + "); nothing was resumed";
+            ws.markDamaged("damaged: its saved state failed verification (" + e.getMessage() + "); nothing was resumed");
             try {
                 store.save(ws);
             } catch (IOException io) {
@@ -230,8 +226,7 @@ final class WorkspaceLifecycle {
                     + ws.stateDir(), e);
         } catch (SandboxException | IOException | EngineException e) {
             evidence.failed("resume", ws.driver.name(), t0);
-            if (ws.sandbox != null) ws.sandbox.destroy();
-            ws.sandbox = null;
+            ws.destroySandbox();
             ws.move(Step.RESUME_FAILED);
             throw new EngineException(Kind.UNAVAILABLE, "could not resume workspace '" + ws.label() + "': "
                     + e.getMessage() + "; its files are kept, try again or run `berth doctor`", e);
@@ -246,8 +241,8 @@ final class WorkspaceLifecycle {
             if (ws.admit(WorkspaceAction.PARK) == Transitions.Effect.ALREADY_DONE) {
                 return new ParkResult(ws.info(), false, true, Store.treeBytes(ws.stateDir()), 0, "it was parked already");
             }
-            if (ws.activeRuns > 0) {
-                throw new EngineException(Kind.CONFLICT, "cannot park workspace '" + ws.label() + "': " + ws.activeRuns
+            if (ws.activeRuns() > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot park workspace '" + ws.label() + "': " + ws.activeRuns()
                         + " run(s) in progress; wait for them to finish (or let their timeout end them) and park again");
             }
             return parkLocked(ws);
@@ -263,9 +258,9 @@ final class WorkspaceLifecycle {
         // a driver that keeps memory keeps the processes: their handles are re-attached on resume
         int handed = ws.driver.capabilities().parkKeepsMemory() ? ProcessHandover.suspendAll(ws) : 0;
         try {
-            Sandbox.ParkOutcome out = ws.sandbox.park();
+            Sandbox.ParkOutcome out = ws.sandbox().park();
             if (!out.memoryKept()) ws.forgetProcesses();
-            ws.sandbox = null;
+            ws.releaseSandbox();
             ws.move(Step.PARKED);
             store.save(ws);
             Store.deleteQuietly(ws.runtimeDir);
@@ -286,8 +281,7 @@ final class WorkspaceLifecycle {
             // the sandbox is in an unknown state: stop it, keep the files
             evidence.failed("park", ws.driver.name(), t0);
             ws.forgetProcesses();
-            if (ws.sandbox != null) ws.sandbox.destroy();
-            ws.sandbox = null;
+            ws.destroySandbox();
             ws.move(Step.PARK_LOST);
             try { store.save(ws); } catch (IOException ignored) { }
             throw new EngineException(Kind.INTERNAL, "parking workspace '" + ws.label() + "' failed: " + e.getMessage()
@@ -309,8 +303,8 @@ final class WorkspaceLifecycle {
                 throw new EngineException(Kind.CONFLICT, "workspace '" + ws.label() + "' is persistent: closing deletes"
                         + " its files for good. Use park to keep it, or call close_workspace with delete: true");
             }
-            if (ws.activeRuns > 0) {
-                throw new EngineException(Kind.CONFLICT, "cannot close workspace '" + ws.label() + "': " + ws.activeRuns
+            if (ws.activeRuns() > 0) {
+                throw new EngineException(Kind.CONFLICT, "cannot close workspace '" + ws.label() + "': " + ws.activeRuns()
                         + " run(s) in progress; wait for them to finish");
             }
             destroyAndDelete(ws);
@@ -325,8 +319,7 @@ final class WorkspaceLifecycle {
         long t0 = System.nanoTime();
         ws.forgetProcesses();
         ws.egress.forget();
-        if (ws.sandbox != null) ws.sandbox.destroy();
-        ws.sandbox = null;
+        ws.destroySandbox();
         ws.move(Step.CLOSE);
         registry.remove(ws);
         ws.driver.cleanupRuntime(ws.runtimeDir);
@@ -350,7 +343,7 @@ final class WorkspaceLifecycle {
                 try {
                     if (ws.lifecycle == Lifecycle.EPHEMERAL) {
                         destroyAndDelete(ws);
-                    } else if (ws.state() == WorkspaceState.RUNNING && ws.sandbox != null) {
+                    } else if (ws.state() == WorkspaceState.RUNNING && ws.sandbox() != null) {
                         parkLocked(ws);
                     }
                 } catch (EngineException | RuntimeException e) {
@@ -374,9 +367,9 @@ final class WorkspaceLifecycle {
 
     /** Wires a freshly started sandbox: its egress tunnels, and the proxy's CA when the proxy intercepts for it. */
     private void connect(Workspace ws) throws EngineException {
-        ws.sandbox.agent().setTunnelHandler(ws.egress);
+        ws.sandbox().agent().setTunnelHandler(ws.egress);
         if (config.egress() != null && (!ws.secrets.isEmpty() || config.egress().proxy().interceptsForEveryWorkspace())) {
-            TrustBundle.install(ws.sandbox.agent(), config.egress().proxy().caCertificatePem());
+            TrustBundle.install(ws.sandbox().agent(), config.egress().proxy().caCertificatePem());
         }
     }
 
@@ -398,10 +391,10 @@ final class WorkspaceLifecycle {
         Store.traverseOnly(ws.runtimeDir);
         Store.traverseOnly(ws.dir);
         dev.berth.engine.spi.RootImage root = null;
-        if (ws.image != null) {
+        if (ws.image() != null) {
             try {
-                root = images.rootImage(ws.image.name(), ws.image.digest());
-                if (ws.buildRoot != null) root = new dev.berth.engine.spi.RootImage(root.name(), root.digest(), ws.buildRoot, root.baseDisk(), null, true);
+                root = images.rootImage(ws.image().name(), ws.image().digest());
+                if (ws.buildRoot() != null) root = new dev.berth.engine.spi.RootImage(root.name(), root.digest(), ws.buildRoot(), root.baseDisk(), null, true);
             } catch (dev.berth.engine.image.ImageException e) {
                 throw new IOException(e.getMessage(), e);
             }
@@ -411,9 +404,6 @@ final class WorkspaceLifecycle {
 
     private record ImageChoice(ImageRef ref, dev.berth.engine.image.ImageRecord record) {}
 
-    /** The levels whose own root is the host's {@code /usr} (read-only, with a curated {@code /etc}). */
-    static final java.util.List<String> HOST_ROOT_LEVELS = java.util.List.of("namespace", "gvisor");
-
     /**
      * The level's built-in image as a store name: on the levels whose own root is the host's {@code /usr}, the
      * developer image {@code berth setup} imported ({@link dev.berth.engine.image.ImageStore#DEVELOPER}; open to every
@@ -422,7 +412,7 @@ final class WorkspaceLifecycle {
      * {@code host-usr+...}).
      */
     private String builtInImage(IsolationDriver driver) throws EngineException {
-        if (!HOST_ROOT_LEVELS.contains(driver.name())) return null;
+        if (!IsolationLevel.of(driver).hostRoot()) return null;
         try {
             return images.digestOf(dev.berth.engine.image.ImageStore.DEVELOPER).isPresent() ? dev.berth.engine.image.ImageStore.DEVELOPER : null;
         } catch (IOException e) {
@@ -454,7 +444,7 @@ final class WorkspaceLifecycle {
                 } catch (IOException e) {
                     throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
                 }
-                if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) return null;
+                if (!IsolationLevel.of(driver).opensImages()) return null;
                 if (dflt.isEmpty()) {
                     name = builtInImage(driver);
                     if (name == null) return null;
@@ -469,7 +459,7 @@ final class WorkspaceLifecycle {
                         + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
                         + "); the operator grants images per tenant in the config's tenants.<id>.images");
             }
-            if (!dev.berth.engine.image.ImageStore.DRIVERS.contains(driver.name())) {
+            if (!IsolationLevel.of(driver).opensImages()) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "the " + driver.name() + " level cannot open imported images"
                         + " (image '" + name + "'); ask for isolation " + dev.berth.engine.image.ImageStore.DRIVERS);
             }

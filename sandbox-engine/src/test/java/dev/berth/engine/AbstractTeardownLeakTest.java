@@ -60,13 +60,8 @@ public abstract class AbstractTeardownLeakTest {
         Map<String, Object> before = census();
         for (int i = 1; i <= cycles(); i++) cycle(i);
         // teardown is synchronous; processes killed at close may take a moment to be reaped by the kernel
-        long deadline = System.nanoTime() + 30_000_000_000L;
-        Map<String, Object> after = census();
-        while (!after.equals(before) && System.nanoTime() < deadline) {
-            Thread.sleep(100);
-            after = census();
-        }
-        assertEquals(Map.of(), differences(before, after), "left behind after " + cycles() + " cycles on " + engine.defaultIsolation());
+        Await.within(java.time.Duration.ofSeconds(30), () -> census().equals(before));
+        assertEquals(Map.of(), differences(before, census()), "left behind after " + cycles() + " cycles on " + engine.defaultIsolation());
     }
 
     @Test
@@ -77,8 +72,7 @@ public abstract class AbstractTeardownLeakTest {
         engine.park(Tenant.LOCAL, tpl);
         // the snapshot's content digest is hashed in the background with the image open: the baseline waits for it
         Path audit = home.resolve("audit").resolve("tenant.local.log");
-        long until = System.nanoTime() + 300_000_000_000L;
-        while (!Files.readString(audit).contains("\"snapshot_digest\"") && System.nanoTime() < until) Thread.sleep(100);
+        Await.within(java.time.Duration.ofSeconds(300), () -> Files.readString(audit).contains("\"snapshot_digest\""));
         Map<String, Object> before = null;
         for (int i = 0; i <= Math.max(2, cycles() / 5); i++) {
             if (i == 1) before = census(); // after a first cycle, as above
@@ -90,13 +84,9 @@ public abstract class AbstractTeardownLeakTest {
                 engine.closeWorkspace(Tenant.LOCAL, id, false);
             }
         }
-        long deadline = System.nanoTime() + 30_000_000_000L;
-        Map<String, Object> after = census();
-        while (!after.equals(before) && System.nanoTime() < deadline) {
-            Thread.sleep(100);
-            after = census();
-        }
-        assertEquals(Map.of(), differences(before, after), "left behind after fork cycles on " + engine.defaultIsolation());
+        Map<String, Object> baseline = before;
+        Await.within(java.time.Duration.ofSeconds(30), () -> census().equals(baseline));
+        assertEquals(Map.of(), differences(before, census()), "left behind after fork cycles on " + engine.defaultIsolation());
     }
 
     /** What changed, per census entry: numbers as before -> after, lists as what was added and removed. */

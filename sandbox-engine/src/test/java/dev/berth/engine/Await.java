@@ -22,6 +22,19 @@ public final class Await {
         until(what, BOUND, condition);
     }
 
+    /**
+     * Polls until {@code condition} holds or {@code bound} has passed; returns whether it held, so the caller can fail
+     * with its own account of what differs.
+     */
+    public static boolean within(Duration bound, Condition condition) throws Exception {
+        try {
+            until("", bound, condition);
+            return true;
+        } catch (AssertionError e) {
+            return false;
+        }
+    }
+
     public static void until(String what, Duration bound, Condition condition) throws Exception {
         long deadline = System.nanoTime() + bound.toNanos();
         long pause = 10;

@@ -95,8 +95,7 @@ public final class TemplateBenchmark {
     static double openToFirstExec(Engine engine, int n, boolean hit) throws Exception {
         long[] t = new long[n];
         for (int i = 0; i < n; i++) {
-            long until = System.nanoTime() + 120_000_000_000L;
-            while (hit && engine.poolReady(engine.defaultIsolation()) == 0 && System.nanoTime() < until) Thread.sleep(20);
+            if (hit) Await.within(java.time.Duration.ofSeconds(120), () -> engine.poolReady(engine.defaultIsolation()) > 0);
             long t0 = System.nanoTime();
             OpenResult o = engine.open(T, OpenRequest.ephemeral());
             engine.run(T, RunRequest.of(o.workspace().id(), "true"), OutputListener.NONE);

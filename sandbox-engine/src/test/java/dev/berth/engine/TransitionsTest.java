@@ -65,7 +65,7 @@ class TransitionsTest {
     @Test
     void workspace_move_isTheOnlyWriterAndFollowsTheTable() {
         Workspace ws = new Workspace("ws-1", "t", "proj", Lifecycle.PERSISTENT, null, java.time.Instant.now(), null,
-                dev.berth.engine.spi.Resources.DEFAULT, null, null, CREATING, null, null, null);
+                dev.berth.engine.spi.Resources.DEFAULT, null, null, CREATING, null, null, null, null, null);
         assertEquals(RUNNING, ws.move(Step.STARTED));
         assertEquals(PARKING, ws.move(Step.PARK));
         assertThrows(IllegalStateException.class, () -> ws.move(Step.RESUMED));

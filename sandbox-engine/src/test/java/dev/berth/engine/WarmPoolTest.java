@@ -39,9 +39,8 @@ class WarmPoolTest {
         dev.berth.engine.spi.Trees.delete(home);
     }
 
-    void awaitReady(int n) throws InterruptedException {
-        long deadline = System.nanoTime() + 120_000_000_000L;
-        while (engine.poolReady("namespace") < n && System.nanoTime() < deadline) Thread.sleep(20);
+    void awaitReady(int n) throws Exception {
+        Await.within(java.time.Duration.ofSeconds(120), () -> engine.poolReady("namespace") >= n);
         assertEquals(n, engine.poolReady("namespace"), "pool members ready");
     }
 

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -19,25 +19,25 @@ import java.util.Map;
  * emptied whenever no run is in flight. Lines are written without fsync: they must survive the server process
  * dying ({@code kill -9}, OOM), which the page cache does, not the host losing power. Thread-safe.
  */
-final class RunJournal {
-    static final String FILE = "runs.journal";
+public final class RunJournal {
+    public static final String FILE = "runs.journal";
     private static final int MAX_COMMAND = 200;
 
     private final Path file;
     private int open;
 
-    RunJournal(Path workspaceDir) { this.file = workspaceDir.resolve(FILE); }
+    public RunJournal(Path workspaceDir) { this.file = workspaceDir.resolve(FILE); }
 
     /** A run that was in flight when the previous server stopped. */
-    record Lost(String id, String kind, String command) {}
+    public record Lost(String id, String kind, String command) {}
 
-    synchronized void started(String id, String kind, String command) {
+    public synchronized void started(String id, String kind, String command) {
         open++;
         String c = command.length() > MAX_COMMAND ? command.substring(0, MAX_COMMAND) + "..." : command;
         append("S " + id + " " + kind + " " + c.replace("\\", "\\\\").replace("\n", "\\n") + "\n");
     }
 
-    synchronized void ended(String id) {
+    public synchronized void ended(String id) {
         open = Math.max(0, open - 1);
         if (open == 0) {
             try {
@@ -59,7 +59,7 @@ final class RunJournal {
     }
 
     /** Reads what a previous server left (runs started and never ended) and clears the journal. */
-    static List<Lost> takeLost(Path workspaceDir) {
+    public static List<Lost> takeLost(Path workspaceDir) {
         Path f = workspaceDir.resolve(FILE);
         Map<String, Lost> open = new LinkedHashMap<>();
         try {

@@ -1,15 +1,18 @@
-package dev.berth.engine;
+package dev.berth.engine.egress;
+
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
 
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.Policy;
 import java.util.List;
 
 /** The egress policy of a workspace or run: the operator's ceiling, narrowed by what was asked for. Stateless. */
-final class EgressPolicies {
+public final class EgressPolicies {
     private EgressPolicies() {}
 
     /** The operator's ceiling narrowed by {@code requested} (null = the whole ceiling). */
-    static Policy forWorkspace(EngineConfig config, List<String> requested) throws EngineException {
+    public static Policy forWorkspace(EngineConfig config, List<String> requested) throws EngineException {
         Policy ceiling = config.egress() == null ? Policy.denyAll() : config.egress().ceiling();
         return requested == null ? ceiling : ceiling.narrow(parse(config, requested));
     }
@@ -18,7 +21,7 @@ final class EgressPolicies {
      * Allowlist entries as a policy ({@code preset:NAME} standing for the operator's mirror of it where there is one),
      * or INVALID_ARGUMENT naming the bad entry.
      */
-    static Policy parse(EngineConfig config, List<String> entries) throws EngineException {
+    public static Policy parse(EngineConfig config, List<String> entries) throws EngineException {
         try {
             return Policy.of(entries, config.egress() == null ? java.util.Map.of() : config.egress().presetMirrors());
         } catch (IllegalArgumentException e) {

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
 import java.nio.charset.StandardCharsets;
 
@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
  * prints gigabytes costs a bounded amount of memory while the agent still sees how it started and how it ended.
  * Thread-safe.
  */
-final class BoundedOutput {
+public final class BoundedOutput {
     private final int headCap;
     private final byte[] head;
     private int headLen;
@@ -17,14 +17,14 @@ final class BoundedOutput {
     private long total;
     private final java.security.MessageDigest sha = dev.berth.engine.audit.Canonical.newSha256();
 
-    BoundedOutput(int limit) {
+    public BoundedOutput(int limit) {
         if (limit < 2) throw new IllegalArgumentException("limit must be at least 2 bytes, was " + limit);
         this.headCap = limit / 2;
         this.head = new byte[headCap];
         this.tail = new byte[limit - headCap];
     }
 
-    synchronized void append(byte[] data) {
+    public synchronized void append(byte[] data) {
         total += data.length;
         sha.update(data);
         int off = 0;
@@ -45,15 +45,15 @@ final class BoundedOutput {
         }
     }
 
-    synchronized long totalBytes() { return total; }
+    public synchronized long totalBytes() { return total; }
 
     /** Hex SHA-256 of everything appended, kept or not; call once, at the end. */
-    synchronized String sha256() { return java.util.HexFormat.of().formatHex(sha.digest()); }
+    public synchronized String sha256() { return java.util.HexFormat.of().formatHex(sha.digest()); }
 
-    synchronized boolean truncated() { return total > headLen + tailLen; }
+    public synchronized boolean truncated() { return total > headLen + tailLen; }
 
     /** The kept bytes as text; if bytes were dropped, a marker in the middle says how many. */
-    synchronized String text() {
+    public synchronized String text() {
         byte[] t = new byte[tailLen];
         for (int i = 0; i < tailLen; i++) t[i] = tail[(tailStart + i) % tail.length];
         String h = new String(head, 0, headLen, StandardCharsets.UTF_8);

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.egress;
+
+import dev.berth.engine.EgressSettings;
+import dev.berth.engine.EgressDenial;
+import dev.berth.engine.EgressFiltered;
 
 import dev.berth.engine.agent.Tunnel;
 import dev.berth.engine.agent.TunnelHandler;
@@ -28,7 +32,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * narrowed by every active run, no run id (so no placeholder is honoured on it), and its denials go to every active
  * run, since it could be any of them. Thread-safe.
  */
-final class WorkspaceEgress implements TunnelHandler {
+public final class WorkspaceEgress implements TunnelHandler {
     private final EgressProxy proxy;  // null: no egress configured
     private final String workspaceId;
     private final Policy policy;
@@ -39,14 +43,14 @@ final class WorkspaceEgress implements TunnelHandler {
     /** Egress connections open right now: an open connection counts as activity for the idle policy. */
     private final java.util.concurrent.atomic.AtomicInteger open = new java.util.concurrent.atomic.AtomicInteger();
 
-    int openConnections() { return open.get(); }
+    public int openConnections() { return open.get(); }
 
-    WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy) {
+    public WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy) {
         this(settings, workspaceId, policy, List.of());
     }
 
     /** @param secrets the workspace's secret bindings: the proxy intercepts TLS to their hosts (and only theirs) */
-    WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy, List<String> secrets) {
+    public WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy, List<String> secrets) {
         this.proxy = settings == null ? null : settings.proxy();
         this.workspaceId = workspaceId;
         this.policy = policy;
@@ -57,18 +61,18 @@ final class WorkspaceEgress implements TunnelHandler {
      * Mints this run's placeholders for {@code names} (the proxy keeps the real values); null when there is nothing
      * to mint. The caller revokes them with {@code close()} when the run returns.
      */
-    dev.berth.proxy.CredentialGrant mint(String runId, List<String> names) {
+    public dev.berth.proxy.CredentialGrant mint(String runId, List<String> names) {
         if (proxy == null || names.isEmpty()) return null;
         return proxy.mint(workspaceId, runId, names);
     }
 
-    Policy policy() { return policy; }
+    public Policy policy() { return policy; }
 
     /** One run's view: its narrowing (or null) and the denials seen while it ran. */
-    static final class RunEgress {
-        final String runId;
-        final Policy narrowing;
-        volatile int execChannel;
+    public static final class RunEgress {
+        public final String runId;
+        public final Policy narrowing;
+        public volatile int execChannel;
         private final Map<String, EgressDenial> denied = new LinkedHashMap<>();
         private final Map<String, Long> allowed = new java.util.TreeMap<>();
 
@@ -77,49 +81,49 @@ final class WorkspaceEgress implements TunnelHandler {
             this.narrowing = narrowing;
         }
 
-        synchronized void add(String host, int port, String reason) {
+        public synchronized void add(String host, int port, String reason) {
             denied.merge(host + ":" + port + ":" + reason, new EgressDenial(host, port, reason, 1),
                     (a, b) -> new EgressDenial(a.host(), a.port(), a.reason(), a.count() + 1));
         }
 
-        synchronized List<EgressDenial> denials() { return new ArrayList<>(denied.values()); }
+        public synchronized List<EgressDenial> denials() { return new ArrayList<>(denied.values()); }
 
         private final Map<String, EgressFiltered> filtered = new LinkedHashMap<>();
 
-        synchronized void filtered(String host, int port, String reason) {
+        public synchronized void filtered(String host, int port, String reason) {
             filtered.merge(host + ":" + port + ":" + reason, new EgressFiltered(host, port, reason, 1),
                     (a, b) -> new EgressFiltered(a.host(), a.port(), a.reason(), a.count() + 1));
         }
 
         /** Registry metadata filtered for this run (versions hidden), by host, port and reason. */
-        synchronized List<EgressFiltered> filteredMetadata() { return new ArrayList<>(filtered.values()); }
+        public synchronized List<EgressFiltered> filteredMetadata() { return new ArrayList<>(filtered.values()); }
 
         /** One decision of this run's connections: a denial, a filtered metadata response, or an allowed exchange. */
-        void record(Decision d) {
+        public void record(Decision d) {
             if ("filter".equals(d.kind())) filtered(d.host(), d.port(), d.reason());
             else if (d.allowed()) allow(d.host(), d.port());
             else add(d.host(), d.port(), d.reason());
         }
 
-        synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
+        public synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
 
         /** Allowed decisions (connections and requests) while the run was active, by host:port. */
-        synchronized Map<String, Long> allowedHosts() { return new java.util.TreeMap<>(allowed); }
+        public synchronized Map<String, Long> allowedHosts() { return new java.util.TreeMap<>(allowed); }
     }
 
-    RunEgress begin(String runId, Policy narrowing) {
+    public RunEgress begin(String runId, Policy narrowing) {
         RunEgress r = new RunEgress(runId, narrowing);
         active.add(r);
         return r;
     }
 
-    void end(RunEgress r) {
+    public void end(RunEgress r) {
         active.remove(r);
         if (r.execChannel != 0) byExec.remove(r.execChannel, r);
     }
 
     /** The run's process started on EXEC channel {@code channel}: tunnels its tree opens belong to {@code r}. */
-    void bind(RunEgress r, int channel) {
+    public void bind(RunEgress r, int channel) {
         if (r == null || !active.contains(r)) return;
         if (r.execChannel != 0) byExec.remove(r.execChannel, r); // re-attached on a new connection: the old channel is void
         r.execChannel = channel;
@@ -127,7 +131,7 @@ final class WorkspaceEgress implements TunnelHandler {
     }
 
     /** The workspace policy narrowed by every active run's narrowing. */
-    Policy effective() {
+    public Policy effective() {
         Policy p = policy;
         for (RunEgress r : active) if (r.narrowing != null) p = p.narrow(r.narrowing);
         return p;
@@ -191,7 +195,7 @@ final class WorkspaceEgress implements TunnelHandler {
         for (RunEgress r : active) r.record(d);
     }
 
-    void forget() {
+    public void forget() {
         if (proxy != null) proxy.forgetWorkspace(workspaceId);
     }
 
