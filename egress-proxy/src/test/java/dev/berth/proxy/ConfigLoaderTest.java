@@ -62,6 +62,61 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void load_oldCamelCaseFile_sameMeaning_oneWarningPerKey() throws Exception {
+        String camel = Files.readString(dir("valid").resolve("full-camel-case.json"));
+        List<String> warnings = new java.util.ArrayList<>();
+        ProxyConfig old = ConfigLoader.parse(camel, System::getenv, warnings::add, "config");
+        ProxyConfig now = ConfigLoader.load(dir("valid").resolve("full.json"));
+        assertEquals(now.ceiling().describe(), old.ceiling().describe());
+        assertEquals(List.of(now.maxHeaderBytes(), now.headerTimeout(), now.maxTunnelsPerWorkspace(), now.maxBytesPerWorkspace(),
+                        now.unsafeAllowLoopbackUpstreams()),
+                List.of(old.maxHeaderBytes(), old.headerTimeout(), old.maxTunnelsPerWorkspace(), old.maxBytesPerWorkspace(),
+                        old.unsafeAllowLoopbackUpstreams()));
+        assertEquals(List.of(
+                "egress key 'maxHeaderBytes' is deprecated; use 'max_header_bytes'",
+                "egress key 'headerTimeoutMs' is deprecated; use 'header_timeout_ms'",
+                "egress key 'maxTunnelsPerWorkspace' is deprecated; use 'max_tunnels_per_workspace'",
+                "egress key 'maxBytesPerWorkspace' is deprecated; use 'max_bytes_per_workspace'",
+                "egress key 'unsafeAllowLoopbackUpstreams' is deprecated; use 'unsafe_allow_loopback_upstreams'"), warnings);
+    }
+
+    @Test
+    void examples_egressPolicy_usesTheCurrentSpelling() throws Exception {
+        List<String> warnings = new java.util.ArrayList<>();
+        ConfigLoader.parse(Files.readString(Path.of("../examples/egress-policy.json")), System::getenv, warnings::add, "config");
+        assertEquals(List.of(), warnings);
+    }
+
+    @Test
+    void parse_oldKeyRepeated_warnsOncePerLoad() throws Exception {
+        List<String> warnings = new java.util.ArrayList<>();
+        ConfigLoader.parse("""
+                {"allow": [{"host": "a.example"}, {"host": "b.example"}], "presets": ["github"],
+                 "secrets": {"one": {"env": "ONE", "hosts": ["api.github.com"], "fromEnv": "X"},
+                             "two": {"env": "TWO", "hosts": ["github.com"], "fromEnv": "X"}}}""", n -> "v", warnings::add, "egress");
+        assertEquals(List.of("egress key 'fromEnv' is deprecated; use 'from_env'"), warnings);
+        List<String> none = new java.util.ArrayList<>();
+        ConfigLoader.parse("{\"limits\": {\"max_header_bytes\": 100}}", n -> null, none::add, "egress");
+        assertEquals(List.of(), none, "the new spelling warns about nothing");
+    }
+
+    @Test
+    void parseSection_unknownKey_saysInEgressAndSuggestsTheClosestKey() {
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.parseSection("{\"alow\": []}", w -> { }));
+        assertTrue(e.getMessage().startsWith("unknown key 'alow' in egress; did you mean 'allow'?"), e.getMessage());
+    }
+
+    @Test
+    void closest_editDistance_suggestsOnlyWhatIsClose() {
+        var keys = List.of("allow", "limits", "presets", "preset_mirrors");
+        assertEquals("allow", ConfigKeys.closest("alow", keys));
+        assertEquals("preset_mirrors", ConfigKeys.closest("presetMirror", keys));
+        assertEquals(null, ConfigKeys.closest("tenants", keys));
+        assertEquals("max_tunnels_per_workspace", ConfigKeys.snakeCase("maxTunnelsPerWorkspace"));
+        assertEquals("durations_s", ConfigKeys.snakeCase("durationsS"));
+    }
+
+    @Test
     void tlsPorts_addPortsThatGetTheSniCheckAndInterception() throws Exception {
         assertEquals(java.util.Set.of(443), ConfigLoader.parse("{}").tlsPorts());
         assertEquals(java.util.Set.of(443, 8443), ConfigLoader.parse("{\"tls\": {\"ports\": [8443, 443]}}").tlsPorts());

@@ -19,7 +19,9 @@ import java.util.Map;
 /** read_file, write_file, list_files: binary-safe (UTF-8 text or base64), size-bounded, paths inside the workspace. */
 final class FileTools {
     /** Largest write per call (decoded), as write_file's schema says; a request carrying it fits the message limit. */
-    static final int MAX_WRITE_BYTES = 2 * 1024 * 1024;
+    static final int MAX_WRITE_BYTES = dev.berth.schemas.Limits.intValue("write_file.content_bytes_max");
+    /** Bytes one read returns when the call names no max_bytes. */
+    static final int DEFAULT_READ_BYTES = dev.berth.schemas.Limits.intValue("read_file.max_bytes_default");
     private final Engine engine;
 
     FileTools(Engine engine) { this.engine = engine; }
@@ -28,7 +30,7 @@ final class FileTools {
         Integer offset = a.integer("offset");
         Integer max = a.integer("max_bytes");
         FileContent c = engine.readFile(t, a.requiredString("workspace"), a.requiredString("path"),
-                offset == null ? 0 : offset, max == null ? 1 << 20 : max);
+                offset == null ? 0 : offset, max == null ? DEFAULT_READ_BYTES : max);
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("workspace", a.requiredString("workspace"));
         m.put("path", c.path());

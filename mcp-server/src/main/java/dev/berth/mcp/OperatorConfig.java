@@ -22,7 +22,8 @@ import tools.jackson.databind.json.JsonMapper;
  * The operator's configuration file for {@code berth http} (JSON). Every section is a record, so a new section (the
  * egress policy, for one) is one more component here and its own record. Unknown keys are refused, never ignored: a
  * misspelt {@code allowed_origins} must not silently fall back to a default. Relative paths inside the file are
- * resolved against the file's folder.
+ * resolved against the file's folder. Keys are snake_case throughout; the egress section still reads its old camelCase
+ * spellings, with one warning per key per load. Every key, its default and range: {@code docs/operator-config.md}.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
                              Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool) {
@@ -214,6 +215,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     public static final List<String> LOOPBACK_HOSTS = List.of("127.0.0.1:*", "localhost:*", "[::1]:*");
     public static final List<String> LOOPBACK_ORIGINS = List.of("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*");
 
+    private static final System.Logger LOG = System.getLogger("berth.config");
     private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
     private static final JsonMapper JSON = JsonMapper.builder()
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
@@ -238,6 +240,12 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     }
 
     private static OperatorConfig load(Path file, String bind, Integer port, boolean requireAuth) throws ConfigException {
+        return load(file, bind, port, requireAuth, w -> LOG.log(System.Logger.Level.WARNING, "config " + file + ": " + w));
+    }
+
+    /** As {@link #load(Path, String, Integer)}; each deprecated egress key spelling goes to {@code warnings}, once per load. */
+    static OperatorConfig load(Path file, String bind, Integer port, boolean requireAuth, java.util.function.Consumer<String> warnings)
+            throws ConfigException {
         String text;
         try {
             text = Files.readString(file);
@@ -250,8 +258,10 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         try {
             c = JSON.readValue(text, OperatorConfig.class);
         } catch (UnrecognizedPropertyException e) {
+            List<String> known = e.getKnownPropertyIds() == null ? List.of() : e.getKnownPropertyIds().stream().map(String::valueOf).toList();
+            String near = dev.berth.proxy.ConfigKeys.closest(e.getPropertyName(), known);
             throw new ConfigException("config " + file + ": unknown key '" + e.getPropertyName() + "' at " + where(e)
-                    + " (known keys there: " + e.getKnownPropertyIds() + ")");
+                    + (near == null ? "" : "; did you mean '" + near + "'?") + " (known keys there: " + e.getKnownPropertyIds() + ")");
         } catch (JacksonException e) {
             throw new ConfigException("config " + file + ": " + e.getOriginalMessage() + " at " + where(e));
         }
@@ -263,7 +273,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     c.metrics(), c.pool());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
-        c.validate(file, requireAuth);
+        c.validate(file, requireAuth, warnings);
         return c;
     }
 
@@ -292,33 +302,13 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             a = new Auth(a.tokens(), new Jwt(j.issuer(), j.audience() == null ? publicUrl : j.audience(), jwks,
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
-        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), resolveFiles(egress, dir), guard, lifecycle,
+        return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), dev.berth.proxy.ConfigLoader.resolveFiles(egress, dir), guard, lifecycle,
                 audit, metrics, pool);
-    }
-
-    /** The egress section with its file names (secret files, upstream CA files) resolved against {@code dir}. */
-    private static tools.jackson.databind.JsonNode resolveFiles(tools.jackson.databind.JsonNode egress, Path dir) {
-        if (!(egress instanceof tools.jackson.databind.node.ObjectNode o)) return egress;
-        tools.jackson.databind.node.ObjectNode copy = o.deepCopy();
-        if (copy.get("secrets") instanceof tools.jackson.databind.node.ObjectNode secrets) {
-            for (var e : secrets.properties()) {
-                if (e.getValue() instanceof tools.jackson.databind.node.ObjectNode b && b.get("fromFile") != null && b.get("fromFile").isString()) {
-                    b.put("fromFile", dir.resolve(b.get("fromFile").asString()).normalize().toString());
-                }
-            }
-        }
-        if (copy.get("tls") instanceof tools.jackson.databind.node.ObjectNode tls
-                && tls.get("upstreamTrust") instanceof tools.jackson.databind.node.ArrayNode trust) {
-            for (int i = 0; i < trust.size(); i++) {
-                if (trust.get(i).isString()) trust.set(i, dir.resolve(trust.get(i).asString()).normalize().toString());
-            }
-        }
-        return copy;
     }
 
     /** The egress section as the proxy's own config (same format as an --egress file); null when absent. */
     public dev.berth.proxy.ProxyConfig egressConfig() throws dev.berth.proxy.ConfigException {
-        return egress == null ? null : dev.berth.proxy.ConfigLoader.parse(egress.toString());
+        return egress == null ? null : dev.berth.proxy.ConfigLoader.parseSection(egress.toString(), w -> { });
     }
 
     public dev.berth.engine.GuardMode guardMode() {
@@ -327,7 +317,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     private static String stripSlash(String s) { return s.endsWith("/") ? s.substring(0, s.length() - 1) : s; }
 
-    private void validate(Path file, boolean requireAuth) throws ConfigException {
+    private void validate(Path file, boolean requireAuth, java.util.function.Consumer<String> warnings) throws ConfigException {
         String at = "config " + file + ": ";
         if (guard != null) {
             try {
@@ -349,7 +339,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         java.util.Set<String> bound = java.util.Set.of();
         if (egress != null) {
             try {
-                bound = egressConfig().secrets().keySet();
+                // the one parse of this load that reports deprecated spellings; egressConfig() later stays quiet
+                bound = dev.berth.proxy.ConfigLoader.parseSection(egress.toString(), warnings).secrets().keySet();
             } catch (dev.berth.proxy.ConfigException e) {
                 throw new ConfigException(at + "egress: " + e.getMessage());
             }

@@ -162,6 +162,36 @@ class OperatorConfigTest {
     }
 
     @Test
+    void oldEgressSpelling_loadsWithTheSameMeaning_andWarnsOncePerKey(@TempDir Path dir) throws Exception {
+        Files.writeString(dir.resolve("gh.token"), "ghp_fromfile\n");
+        String old = """
+                {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]}, "tenants": {"alice": {"secrets": ["github", "api"]}},
+                 "egress": {"presets": ["github"], "limits": {"maxTunnelsPerWorkspace": 9, "headerTimeoutMs": 3000},
+                  "secrets": {"github": {"env": "GITHUB_TOKEN", "hosts": ["github.com"], "fromFile": "gh.token"},
+                              "api": {"env": "API_TOKEN", "hosts": ["api.github.com"], "fromFile": "gh.token"}}}}""".formatted("a".repeat(64));
+        String now = old.replace("maxTunnelsPerWorkspace", "max_tunnels_per_workspace").replace("headerTimeoutMs", "header_timeout_ms")
+                .replace("fromFile", "from_file");
+        Files.writeString(dir.resolve("old.json"), old);
+        Files.writeString(dir.resolve("new.json"), now);
+        List<String> oldWarnings = new java.util.ArrayList<>();
+        List<String> newWarnings = new java.util.ArrayList<>();
+        OperatorConfig o = OperatorConfig.load(dir.resolve("old.json"), null, null, true, oldWarnings::add);
+        OperatorConfig n = OperatorConfig.load(dir.resolve("new.json"), null, null, true, newWarnings::add);
+        assertEquals(List.of("egress key 'maxTunnelsPerWorkspace' is deprecated; use 'max_tunnels_per_workspace'",
+                "egress key 'headerTimeoutMs' is deprecated; use 'header_timeout_ms'",
+                "egress key 'fromFile' is deprecated; use 'from_file'"), oldWarnings, "one warning per key, however often it appears");
+        assertEquals(List.of(), newWarnings);
+        var oe = o.egressConfig();
+        var ne = n.egressConfig();
+        assertEquals(9, oe.maxTunnelsPerWorkspace());
+        assertEquals(ne.maxTunnelsPerWorkspace(), oe.maxTunnelsPerWorkspace());
+        assertEquals(ne.headerTimeout(), oe.headerTimeout());
+        // the old key's relative file resolves next to the config too (a missing file would have refused the load)
+        assertEquals(ne.secrets().keySet(), oe.secrets().keySet());
+        assertEquals(ne.secrets().get("api").hosts(), oe.secrets().get("api").hosts());
+    }
+
+    @Test
     void missingFile_saysSo() {
         var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(Path.of("/nonexistent/berth.json")));
         assertEquals("config file /nonexistent/berth.json does not exist", e.getMessage());

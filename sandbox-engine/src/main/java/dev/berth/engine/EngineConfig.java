@@ -36,7 +36,7 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
                            dev.berth.engine.audit.AuditTrail audit, dev.berth.engine.metrics.EngineMetrics metrics,
                            TemplateSettings templates, InstantSource clock) {
 
-    public static final int DEFAULT_MAX_WORKSPACES = 64;
+    public static final int DEFAULT_MAX_WORKSPACES = dev.berth.schemas.Limits.intValue("workspaces.live_default_max");
 
     public EngineConfig {
         drivers = List.copyOf(drivers);
@@ -61,7 +61,8 @@ public record EngineConfig(Path home, List<IsolationDriver> drivers, String defa
     }
 
     public static EngineConfig defaults(Path home, List<IsolationDriver> drivers) {
-        return new EngineConfig(home, drivers, null, null, 120, 3600, 64 * 1024, LifecyclePolicy.DEFAULT, Map.of(),
+        return new EngineConfig(home, drivers, null, null, dev.berth.schemas.Limits.intValue("run.timeout_s_default"),
+                dev.berth.schemas.Limits.intValue("run.timeout_s_max"), dev.berth.schemas.Limits.intValue("run.output_bytes_default"), LifecyclePolicy.DEFAULT, Map.of(),
                 DEFAULT_MAX_WORKSPACES, GuardMode.REPORT, null, null, null, null, null);
     }
 

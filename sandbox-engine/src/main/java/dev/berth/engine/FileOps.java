@@ -17,9 +17,9 @@ import java.util.List;
  * {@link WorkspacePaths}.
  */
 final class FileOps {
-    static final int MAX_READ = 8 << 20;
-    static final int MAX_WRITE = 8 << 20;
-    static final int MAX_LIST = 10_000;
+    static final int MAX_READ = dev.berth.schemas.Limits.intValue("read_file.max_bytes_max");
+    static final int MAX_WRITE = dev.berth.schemas.Limits.intValue("write_file.content_bytes_max");
+    static final int MAX_LIST = dev.berth.schemas.Limits.intValue("list_files.entries_max");
     private static final int CHUNK = 512 * 1024;
 
     private FileOps() {}

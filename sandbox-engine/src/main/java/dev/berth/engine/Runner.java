@@ -33,8 +33,10 @@ final class Runner {
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
     private static final List<String> RESERVED = List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
             "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy");
-    private static final int MAX_COMMAND = 256 * 1024;
-    private static final int MAX_STDIN = 8 * 1024 * 1024;
+    private static final int MAX_COMMAND = dev.berth.schemas.Limits.intValue("run.command_chars");
+    private static final int MAX_STDIN = dev.berth.schemas.Limits.intValue("run.stdin_bytes");
+    private static final int MIN_OUTPUT = dev.berth.schemas.Limits.intValue("run.output_bytes_min");
+    private static final int MAX_OUTPUT = dev.berth.schemas.Limits.intValue("run.output_bytes_max");
 
     private final EngineConfig config;
 
@@ -65,8 +67,8 @@ final class Runner {
             throw new EngineException(Kind.INVALID_ARGUMENT, "timeout_s " + timeout + " is outside 1.." + config.maxTimeoutSeconds());
         }
         int maxOut = req.maxOutputBytes() == null ? config.maxOutputBytes() : req.maxOutputBytes();
-        if (maxOut < 256 || maxOut > 16 * 1024 * 1024) {
-            throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside 256..16777216");
+        if (maxOut < MIN_OUTPUT || maxOut > MAX_OUTPUT) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "max_output_bytes " + maxOut + " is outside " + MIN_OUTPUT + ".." + MAX_OUTPUT);
         }
         var image = ws.imageRecord();
         // an imported image's WorkingDir is the default cwd, as in a container started from it
