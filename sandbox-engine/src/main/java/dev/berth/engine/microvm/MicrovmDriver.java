@@ -250,7 +250,10 @@ public final class MicrovmDriver implements IsolationDriver {
     /** Waits until no hole punching runs on {@code ram}. */
     void awaitHoles(Path ram) { home.tasks().awaitHoles(ram); }
 
-    /** Waits until every parked machine told to quit has exited (each is killed after 10 s at most). */
+    /**
+     * Waits until every parked machine told to quit has exited (each is killed after 10 s at most) and its hole
+     * punching has ended ({@link BackgroundTasks#quiesce}).
+     */
     @Override
     public void quiesce() { home.tasks().quiesce(); }
 
