@@ -41,10 +41,17 @@ public final class GvisorDriver implements IsolationDriver {
     private final Path home;
     private final Runsc runsc;
 
-    /** @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}. */
-    public GvisorDriver(Path home) {
+    /**
+     * A driver with the settings of the {@code berth.gvisor.*} system properties ({@link GvisorSettings#fromSystem}).
+     *
+     * @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}.
+     */
+    public GvisorDriver(Path home) { this(home, GvisorSettings.fromSystem()); }
+
+    /** A driver with the given settings; nothing is read from system properties. */
+    public GvisorDriver(Path home, GvisorSettings settings) {
         this.home = home.toAbsolutePath();
-        this.runsc = Runsc.find();
+        this.runsc = Runsc.find(settings);
     }
 
     @Override

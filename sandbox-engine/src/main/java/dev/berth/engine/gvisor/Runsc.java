@@ -13,17 +13,19 @@ import java.util.regex.Pattern;
  * The {@code runsc} binary: where it is, its release, and the global flags every call for one workspace shares
  * (its own state root, no network stack, the ptrace platform, host unix sockets open for the agent's channel).
  * Immutable and thread-safe.
+ *
+ * @param debugDir where runsc writes its debug logs ({@link GvisorSettings#debugDir()}), or null
  */
-record Runsc(Path binary, long release) {
+record Runsc(Path binary, long release, Path debugDir) {
     /** The oldest release tried here (Debian 12's {@code runsc 0.0~20221219.0}); older ones are refused. */
     static final long MIN_RELEASE = 20221219;
     private static final Pattern VERSION = Pattern.compile("runsc version \\S*?(\\d{8})");
 
     /** The runsc on PATH, or null. */
-    static Runsc find() {
+    static Runsc find(GvisorSettings settings) {
         for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
             Path p = Path.of(dir, "runsc");
-            if (Files.isExecutable(p)) return new Runsc(p, release(p));
+            if (Files.isExecutable(p)) return new Runsc(p, release(p), settings.debugDir());
         }
         return null;
     }
@@ -43,8 +45,7 @@ record Runsc(Path binary, long release) {
         List<String> c = new ArrayList<>(List.of(binary.toString(), "--root", root.toString(), "--network=none",
                 "--platform=ptrace", "--host-uds=open"));
         // -Dberth.gvisor.debug=DIR (or BERTH_GVISOR_DEBUG): runsc's debug log with a system-call trace per workspace (unbounded: never in production)
-        String debug = System.getProperty("berth.gvisor.debug", System.getenv("BERTH_GVISOR_DEBUG"));
-        if (debug != null) c.addAll(List.of("--debug", "--strace", "--debug-log=" + Path.of(debug).resolve(root.getParent().getFileName()) + "/"));
+        if (debugDir != null) c.addAll(List.of("--debug", "--strace", "--debug-log=" + debugDir.resolve(root.getParent().getFileName()) + "/"));
         c.addAll(List.of(args));
         return c;
     }

@@ -57,12 +57,11 @@ public final class BtrfsPool {
     public static BtrfsPool at(Path dir) { return POOLS.computeIfAbsent(dir.toAbsolutePath().normalize(), BtrfsPool::new); }
 
     /**
-     * Null when pools can be used here, else why not: root, btrfs in the kernel and btrfs-progs are needed; the
-     * system property {@code berth.namespace.layers=ext4} keeps the earlier per-workspace ext4 images.
+     * Null when pools can be used here, else why not: root, btrfs in the kernel and btrfs-progs are needed. (The
+     * namespace driver's setting {@code berth.namespace.layers=ext4} keeps per-workspace ext4 images even then.)
      */
     public static String unavailable() {
         if (!HostIdentity.isRoot()) return "Berth is not root: it cannot mount a layer pool";
-        if ("ext4".equals(System.getProperty("berth.namespace.layers"))) return "berth.namespace.layers=ext4 chooses per-workspace ext4 images";
         try {
             if (Files.readAllLines(Path.of("/proc/filesystems")).stream().noneMatch(l -> l.strip().equals("btrfs"))) {
                 return "the kernel has no btrfs";

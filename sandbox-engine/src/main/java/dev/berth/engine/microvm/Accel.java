@@ -9,7 +9,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * The accelerator QEMU runs guests with. KVM when {@code /dev/kvm} is present <em>and</em> a microvm vCPU really
  * runs on it (a nested /dev/kvm can exist and still abort QEMU when the vCPU starts: seen on these machines with
- * "failed to set MSR 0x10a"), TCG otherwise. {@code -Dberth.microvm.accel=kvm|tcg} forces one.
+ * "failed to set MSR 0x10a"), TCG otherwise. {@link MicrovmSettings#accel()} ({@code -Dberth.microvm.accel=kvm|tcg}) forces one.
  *
  * @param tscKhz host TSC frequency for the guest's {@code tsc_early_khz=} (TCG guests hang without it)
  */
@@ -17,9 +17,10 @@ record Accel(boolean kvm, long tscKhz, String why) {
 
     String name() { return kvm ? "kvm" : "tcg"; }
 
-    static Accel detect(String qemu) {
+    static Accel detect(MicrovmSettings settings) {
         long khz = hostTscKhz();
-        String forced = System.getProperty("berth.microvm.accel", "auto");
+        String qemu = settings.qemu();
+        String forced = settings.accel();
         if (forced.equals("tcg")) return new Accel(false, khz, "TCG forced by berth.microvm.accel");
         if (forced.equals("kvm")) return new Accel(true, khz, "KVM forced by berth.microvm.accel");
         Path kvm = Path.of("/dev/kvm");

@@ -31,8 +31,9 @@ import tools.jackson.databind.json.JsonMapper;
  *
  * <p>A live snapshot freezes the running machine's disk without copying it ({@link #freezeLive}): the current top
  * overlay becomes a layer (a hard link) and QEMU switches, while the guest is paused, to a new empty overlay on
- * top of it ({@code blockdev-snapshot-sync}, mode {@code existing}). Chains longer than {@link #maxDepth()} are
- * flattened by a {@code block-stream} job on the live machine ({@link #flattenIfDeep}).
+ * top of it ({@code blockdev-snapshot-sync}, mode {@code existing}). Chains longer than
+ * {@link MicrovmSettings#maxChainDepth()} are flattened by a {@code block-stream} job on the live machine
+ * ({@link #flattenIfDeep}).
  */
 final class DiskLayers {
     static final String DIR = "layers";
@@ -42,12 +43,6 @@ final class DiskLayers {
     private static final System.Logger LOG = System.getLogger("berth.microvm");
 
     private DiskLayers() {}
-
-    /**
-     * Longest backing chain (layers below a workspace's own overlay) before the driver flattens it in the
-     * background; {@code -Dberth.microvm.maxChainDepth} (operator setting), default 16.
-     */
-    static int maxDepth() { return Math.max(1, Integer.getInteger("berth.microvm.maxChainDepth", 16)); }
 
     static String newId(String prefix) {
         byte[] b = new byte[8];
@@ -76,7 +71,7 @@ final class DiskLayers {
             Files.createLink(to, from);
         } catch (FileSystemException e) {
             if (Files.exists(to, LinkOption.NOFOLLOW_LINKS)) throw e;
-            MicrovmDriver.copySparse(from, to); // EXDEV (an image cache on another file system): a copy, never shared
+            SnapshotWriter.copySparse(from, to); // EXDEV (an image cache on another file system): a copy, never shared
         }
     }
 
@@ -97,10 +92,10 @@ final class DiskLayers {
     /**
      * Makes a layer read-only for everyone, owned by root when Berth is root (a jailed QEMU, running as the
      * workspace's uid, can then neither write nor chmod it). RAM layers are left to {@link VmmJail} (forks must
-     * map them read-write, a QEMU 7.2 limit).
+     * map them read-write, a QEMU 7.2 limit). {@code jailed}: whether the driver jails its QEMUs.
      */
-    static void seal(Path layer) throws IOException {
-        if (VmmJail.enabled()) {
+    static void seal(Path layer, boolean jailed) throws IOException {
+        if (jailed) {
             Files.setAttribute(layer, "unix:uid", 0, LinkOption.NOFOLLOW_LINKS);
             Files.setAttribute(layer, "unix:gid", 0, LinkOption.NOFOLLOW_LINKS);
         }
@@ -174,59 +169,6 @@ final class DiskLayers {
         return JSON.readTree(out).path("virtual-size").asLong();
     }
 
-    /** What every layer's name looks like from the directory that uses it: fixed length ({@link #newId}). */
-    private static final java.util.regex.Pattern LAYER_REF = java.util.regex.Pattern.compile(DIR + "/d-[0-9a-f]{16}\\.qcow2");
-    private static final String PLACEHOLDER_REF = DIR + "/d-" + "0".repeat(16) + ".qcow2";
-    /** Empty overlays by virtual size, made once by qemu-img on {@link #PLACEHOLDER_REF}. */
-    private static final Map<Long, byte[]> OVERLAY_TEMPLATES = new java.util.concurrent.ConcurrentHashMap<>();
-
-    /**
-     * Creates {@code file}: an empty qcow2 overlay of {@code virtualSize} bytes on {@code backing} (a name relative to
-     * the overlay's directory, not checked: QEMU opens it). On a layer (every snapshot's and freeze's case) it is a
-     * copy of an overlay qemu-img made once for that size on a placeholder name of the same length, with the name
-     * replaced in its header's backing-file field: spawning {@code qemu-img create} was 30-40 ms of a 90 ms snapshot
-     * and of every fork's start. Anything else goes to qemu-img as before.
-     */
-    static void createOverlay(Path file, String backing, long virtualSize) throws IOException {
-        if (!LAYER_REF.matcher(backing).matches()) {
-            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", backing, "-F", "qcow2",
-                    file.toString(), Long.toString(virtualSize)), 60);
-            return;
-        }
-        byte[] template = OVERLAY_TEMPLATES.get(virtualSize);
-        if (template == null) {
-            template = overlayTemplate(virtualSize);
-            OVERLAY_TEMPLATES.putIfAbsent(virtualSize, template);
-        }
-        byte[] image = template.clone();
-        int at = (int) java.nio.ByteBuffer.wrap(image).getLong(8);
-        byte[] name = backing.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        System.arraycopy(name, 0, image, at, name.length);
-        Files.write(file, image); // replaces a file of that name, as qemu-img create does
-    }
-
-    /** An empty overlay on {@link #PLACEHOLDER_REF} as qemu-img writes it, checked to name it where the header says. */
-    static byte[] overlayTemplate(long virtualSize) throws IOException {
-        Path tmp = Files.createTempFile("berth-overlay-", ".qcow2");
-        try {
-            Files.delete(tmp);
-            ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", PLACEHOLDER_REF, "-F", "qcow2",
-                    tmp.toString(), Long.toString(virtualSize)), 60);
-            byte[] image = Files.readAllBytes(tmp);
-            java.nio.ByteBuffer h = java.nio.ByteBuffer.wrap(image);
-            byte[] placeholder = PLACEHOLDER_REF.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-            long at = image.length >= 32 ? h.getLong(8) : -1;
-            if (image.length < 32 || h.getInt(0) != 0x514649fb || h.getInt(16) != placeholder.length || at < 32
-                    || at + placeholder.length > image.length || h.getLong(24) != virtualSize
-                    || !java.util.Arrays.equals(image, (int) at, (int) at + placeholder.length, placeholder, 0, placeholder.length)) {
-                throw new IOException("qemu-img wrote an overlay this driver does not understand (backing name not where its header says)");
-            }
-            return image;
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
-    }
-
     /**
      * Freezes the running (paused) machine's disk as a new layer of {@code stateDir} without copying it: links
      * {@code data.qcow2} as {@code layers/d-<id>.qcow2}, creates an empty overlay on it, has QEMU switch to that
@@ -234,11 +176,11 @@ final class DiskLayers {
      * returns: after a crash before the rename, the leftover {@code data.qcow2.next-<id>} was never written by the
      * guest and is simply dropped ({@link #recover}). Returns the layer's file name.
      */
-    static String freezeLive(QemuMachine m, Path stateDir) throws IOException {
-        return freezeLive(m, stateDir, new Phases());
+    static String freezeLive(QemuMachine m, Path stateDir, OverlayTemplates overlays) throws IOException {
+        return freezeLive(m, stateDir, overlays, new Phases());
     }
 
-    static String freezeLive(QemuMachine m, Path stateDir, Phases phases) throws IOException {
+    static String freezeLive(QemuMachine m, Path stateDir, OverlayTemplates overlays, Phases phases) throws IOException {
         String id = newId("d-");
         String layerName = id + ".qcow2";
         Path layers = ensureDir(stateDir);
@@ -249,7 +191,7 @@ final class DiskLayers {
         Files.createLink(layer, top); // the same blocks under a second name: nothing is copied
         phases.mark("freeze: cancel jobs, link");
         try {
-            createOverlay(next, DIR + "/" + layerName, virtualSize(top));
+            overlays.create(next, DIR + "/" + layerName, virtualSize(top));
             phases.mark("freeze: create the overlay");
             // a jailed QEMU runs as the workspace's uid: the new overlay is its, like the one it replaces
             Files.setAttribute(next, "unix:uid", Files.getAttribute(top, "unix:uid"), LinkOption.NOFOLLOW_LINKS);
@@ -267,7 +209,7 @@ final class DiskLayers {
         promote(next, top);
         VmSpec.fsync(stateDir);
         VmSpec.fsync(layers);
-        seal(layer);
+        seal(layer, m.jailed);
         phases.mark("freeze: promote, fsync, seal");
         return layerName;
     }
@@ -315,18 +257,18 @@ final class DiskLayers {
     }
 
     /**
-     * When the disk's chain is longer than {@link #maxDepth()}, starts a {@code block-stream} job on the running
+     * When the disk's chain is longer than {@code maxDepth} layers ({@link MicrovmSettings#maxChainDepth()}), starts a {@code block-stream} job on the running
      * machine that copies the layers into the workspace's own overlay; QEMU rewrites the overlay's header to
      * name no backing file when it completes, and {@link #prune} later drops the links no chain needs. Returns
      * whether a job was started. The guest keeps running meanwhile; a park or snapshot cancels the job (what was
      * streamed stays valid) and the next start begins again.
      */
-    static boolean flattenIfDeep(QemuMachine m, Path stateDir) {
+    static boolean flattenIfDeep(QemuMachine m, Path stateDir, int maxDepth) {
         try {
             int depth = chain(stateDir.resolve(QemuMachine.DATA_DISK)).size();
-            if (depth <= maxDepth()) return false;
+            if (depth <= maxDepth) return false;
             m.qmp.execute("block-stream", Map.of("device", "data", "job-id", "flatten"), Duration.ofSeconds(10));
-            LOG.log(System.Logger.Level.INFO, "flattening a backing chain of " + depth + " layers (limit " + maxDepth() + ") in " + stateDir);
+            LOG.log(System.Logger.Level.INFO, "flattening a backing chain of " + depth + " layers (limit " + maxDepth + ") in " + stateDir);
             return true;
         } catch (IOException | RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "could not flatten the backing chain in " + stateDir + ": " + e.getMessage());
@@ -374,7 +316,7 @@ final class DiskLayers {
             // QEMU names an overlay whose backing it was given as json:{..."filename": "<path>"...}
             if (m != null && activeFile(m).map(f -> f.equals(path) || f.contains("\"" + path + "\"")).orElse(false)) {
                 promote(p, top);
-                seal(stateDir.resolve(DIR).resolve(p.getFileName().toString().substring(NEXT_PREFIX.length()) + ".qcow2"));
+                seal(stateDir.resolve(DIR).resolve(p.getFileName().toString().substring(NEXT_PREFIX.length()) + ".qcow2"), m.jailed);
             } else {
                 Files.delete(p);
             }

@@ -56,7 +56,7 @@ final class DiskThrottle {
      * nothing is asked or QEMU runs unjailed.
      */
     static String hostGroup(QemuMachine m, Path stateDir, IoLimits io) {
-        if (!io.any() || !VmmJail.enabled()) return "";
+        if (!io.any() || !m.jailed) return "";
         Path blkio = VmmJail.CGROUP.resolve("blkio");
         if (!Files.isDirectory(blkio)) return "; its QEMU process is in no host I/O cgroup (no cgroup v1 blkio controller here)";
         String device = BlockIoLimits.deviceOfFile(stateDir);

@@ -14,6 +14,7 @@ import java.util.Map;
 final class MicrovmSandbox implements Sandbox {
     private static final System.Logger LOG = System.getLogger("berth.microvm");
 
+    private final VmHome home;
     private final String workspaceId;
     private final Path stateDir;
     private final Path runtimeDir;
@@ -24,8 +25,9 @@ final class MicrovmSandbox implements Sandbox {
     private final List<dev.berth.engine.spi.Limit> io;
     private volatile boolean stopped;
 
-    MicrovmSandbox(String workspaceId, Path stateDir, Path runtimeDir, VmSpec spec, QemuMachine machine, AgentClient agent,
-                   GuestRunLimits runLimits, List<dev.berth.engine.spi.Limit> io) {
+    MicrovmSandbox(VmHome home, String workspaceId, Path stateDir, Path runtimeDir, VmSpec spec, QemuMachine machine,
+                   AgentClient agent, GuestRunLimits runLimits, List<dev.berth.engine.spi.Limit> io) {
+        this.home = home;
         this.runLimits = runLimits;
         this.io = io;
         this.workspaceId = workspaceId;
@@ -143,10 +145,10 @@ final class MicrovmSandbox implements Sandbox {
         stopped = true;
         // parked from here on (the spec names the durable state): QEMU exits after the reply, the frozen files are
         // digested into the manifest, and whatever starts this workspace's files again waits for both first
-        // (MicrovmDriver.awaitExit)
+        // (BackgroundTasks.awaitExit)
         java.util.concurrent.CompletableFuture<Void> digested = ParkManifest.completeLater(workspaceId, stateDir, entries);
         lastDigests = digested;
-        MicrovmDriver.exiting(stateDir, java.util.concurrent.CompletableFuture.allOf(machine.quitLater().thenRun(this::cleanRuntime), digested));
+        home.tasks().exiting(stateDir, java.util.concurrent.CompletableFuture.allOf(machine.quitLater().thenRun(this::cleanRuntime), digested));
         phases.mark("quit QEMU (asked, not awaited)");
         lastParkPhases = phases.millis();
         long millis = (System.nanoTime() - t0) / 1_000_000;
@@ -154,7 +156,7 @@ final class MicrovmSandbox implements Sandbox {
         // Zero pages (most of them: the guest runs with init_on_free=1) become holes, so the parked RAM file is small.
         // Content is unchanged (the manifest stays true), QEMU no longer maps the file, and it is not on the park path.
         // After the digests: the two would compete for the cores, and the digest reads each block once either way.
-        if (spec.memShared()) MicrovmDriver.digHolesLater(stateDir.resolve(spec.memPath()), digested);
+        if (spec.memShared()) home.tasks().digHolesLater(stateDir.resolve(spec.memPath()), digested);
         return new ParkOutcome(true, stateBytes(stateDir, spec), millis);
     }
 
@@ -162,14 +164,6 @@ final class MicrovmSandbox implements Sandbox {
     static final long WRITE_OUT_DELAY_MS = 250;
     /** At most one RAM write-out per workspace in this long (the kernel's own write-back age, dirty_expire: 30 s). */
     static final long WRITE_OUT_INTERVAL_MS = 30_000;
-    /** One thread writes RAM files out for every workspace, one at a time, so two do not compete for the disk. */
-    private static final java.util.concurrent.Executor WRITE_OUT = java.util.concurrent.Executors.newSingleThreadExecutor(
-            Thread.ofPlatform().daemon().name("berth-ram-writeout").factory());
-
-    /** Guest syncs, one virtual thread each: they only wait on the agent. */
-    private static final java.util.concurrent.Executor GUEST_SYNC = java.util.concurrent.Executors.newThreadPerTaskExecutor(
-            Thread.ofVirtual().name("berth-guest-sync-", 0).factory());
-
     private java.util.concurrent.CompletableFuture<Void> writeOut = java.util.concurrent.CompletableFuture.completedFuture(null);
     private long writeOutStarted = Long.MIN_VALUE / 2;
 
@@ -192,10 +186,10 @@ final class MicrovmSandbox implements Sandbox {
         // hostile): on a thread of its own, so only the RAM files' writes queue on the one shared write-out thread
         writeOut = java.util.concurrent.CompletableFuture.runAsync(() -> {
             if (!stopped) guestSync();
-        }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, GUEST_SYNC))
+        }, java.util.concurrent.CompletableFuture.delayedExecutor(WRITE_OUT_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, home.tasks().guestSync))
                 .thenRunAsync(() -> {
-                    if (!stopped) MicrovmDriver.writeBack(ram);
-                }, WRITE_OUT);
+                    if (!stopped) BackgroundTasks.writeBack(ram);
+                }, home.tasks().writeOut()); // one write-out at a time for every workspace of the home
         return writeOut;
     }
 
@@ -285,7 +279,7 @@ final class MicrovmSandbox implements Sandbox {
                 Path to = snapshotStateDir.resolve(ram);
                 ramCopied = java.util.concurrent.CompletableFuture.runAsync(() -> {
                     try {
-                        MicrovmDriver.copySparse(from, to);
+                        SnapshotWriter.copySparse(from, to);
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
@@ -294,20 +288,20 @@ final class MicrovmSandbox implements Sandbox {
             try {
                 // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state
                 // saved: both are of the same instant
-                String layer = DiskLayers.freezeLive(machine, stateDir, phases);
+                String layer = DiskLayers.freezeLive(machine, stateDir, home.overlays(), phases);
                 machine.save(saved);
                 Files.move(saved, snapshotStateDir.resolve("state"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 phases.mark("save the device state");
                 join(ramCopied);
                 phases.mark("wait for the RAM copy (beyond freeze and save)");
-                MicrovmDriver.writeSnapshot(spec, stateDir, snapshotStateDir, layer, ram, phases);
+                SnapshotWriter.write(spec, stateDir, snapshotStateDir, layer, ram, phases);
             } finally {
                 // a failure above: the copy is not left running into a directory the engine is about to delete
                 ramCopied.exceptionally(x -> null).join();
                 machine.cont();
                 phases.mark("cont");
             }
-            lastFlatten = DiskLayers.flattenIfDeep(machine, stateDir);
+            lastFlatten = DiskLayers.flattenIfDeep(machine, stateDir, home.settings().maxChainDepth());
             long millis = (System.nanoTime() - t0) / 1_000_000;
             VmSpec snap = VmSpec.read(snapshotStateDir.resolve(VmSpec.SNAPSHOT_FILE));
             long bytes = stateBytes(snapshotStateDir, snap);
@@ -335,7 +329,7 @@ final class MicrovmSandbox implements Sandbox {
         List<Path> files = new java.util.ArrayList<>(List.of(dir.resolve("state"),
                 dir.resolve(s.disk() == null ? QemuMachine.DATA_DISK : s.disk())));
         if (ram.toAbsolutePath().normalize().startsWith(dir.toAbsolutePath().normalize())) files.add(ram);
-        return MicrovmDriver.allocatedBytes(files);
+        return SnapshotWriter.allocatedBytes(files);
     }
 
     @Override
@@ -350,7 +344,7 @@ final class MicrovmSandbox implements Sandbox {
     @Override
     public List<dev.berth.engine.spi.Limit> limits() {
         if (diskMiB < 0) diskMiB = diskMiB();
-        return VmmJail.limits(VmmJail.key(runtimeDir), spec, diskMiB, runLimits, io);
+        return VmmJail.limits(VmmJail.key(runtimeDir), machine.jailed, spec, diskMiB, runLimits, io);
     }
 
     private volatile int diskMiB = -1;

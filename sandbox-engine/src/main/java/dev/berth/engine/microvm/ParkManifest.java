@@ -33,7 +33,7 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>Version 3: an entry may be <em>pending</em> (no digest yet, the file's inode instead). Park commits with the
  * device state's digest and the RAM file and disk pending, and {@link #completeLater} digests those two right after
  * (they no longer change once the guest stopped) and rewrites the manifest whole. Everything that reads a parked
- * state in this process waits for that first ({@code MicrovmDriver.awaitExit}). A pending entry is met only after a
+ * state in this process waits for that first ({@code BackgroundTasks.awaitExit}). A pending entry is met only after a
  * server was killed in those tens of milliseconds; it is then checked by size and inode (a missing, truncated or
  * replaced file is still refused), and content-checked from the next park on. Decision: digest after the commit
  * rather than on the park path. Measured on the 2-core host, the digests of a 256 MiB test-image RAM file and its disk

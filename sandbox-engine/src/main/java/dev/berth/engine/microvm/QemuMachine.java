@@ -16,7 +16,7 @@ import tools.jackson.databind.JsonNode;
  *
  * <p>Runtime files (all host-only, in the workspace runtime directory): {@code qmp.sock}, {@code agent.sock},
  * {@code qemu.pid}, and {@code console.log} only when
- * {@code -Dberth.microvm.console=true} (off by default: the guest could fill the host disk through its serial port).
+ * {@link MicrovmSettings#console()} ({@code -Dberth.microvm.console=true}) (off by default: the guest could fill the host disk through its serial port).
  * QEMU's own output is kept in memory, bounded ({@link BoundedLog}).
  */
 final class QemuMachine implements AutoCloseable {
@@ -33,10 +33,13 @@ final class QemuMachine implements AutoCloseable {
     final ProcessHandle process;
     final QmpClient qmp;
     final Path runtimeDir;
+    /** Whether this QEMU runs in its jail ({@link VmmJail}): files it must not write are then also given to root. */
+    final boolean jailed;
     private final BoundedLog log;
 
-    private QemuMachine(ProcessHandle process, QmpClient qmp, Path runtimeDir, BoundedLog log) {
+    private QemuMachine(ProcessHandle process, QmpClient qmp, Path runtimeDir, boolean jailed, BoundedLog log) {
         this.process = process;
+        this.jailed = jailed;
         this.qmp = qmp;
         this.runtimeDir = runtimeDir;
         this.log = log;
@@ -54,16 +57,16 @@ final class QemuMachine implements AutoCloseable {
     private final long[] migrationEvents = new long[1];
 
     /** The full QEMU command line for {@code spec}; {@code specDir} resolves the spec's relative paths. */
-    static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+    static List<String> commandLine(MicrovmSettings settings, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                                     boolean incoming) {
-        return commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, incoming, false);
+        return commandLine(settings, accel, spec, specDir, dataDisk, runtimeDir, incoming, false);
     }
 
     /** With {@code paused} a cold boot waits for {@code cont} ({@code -S}); an incoming machine always does. */
-    static List<String> commandLine(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+    static List<String> commandLine(MicrovmSettings settings, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                                     boolean incoming, boolean paused) {
         List<String> a = new ArrayList<>();
-        a.add(qemu);
+        a.add(settings.qemu());
         a.add("-name"); a.add("berth");
         a.add("-machine"); a.add("microvm,memory-backend=mem");
         if (accel.kvm()) {
@@ -83,15 +86,15 @@ final class QemuMachine implements AutoCloseable {
         a.add("-sandbox"); a.add("on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny");
         a.add("-kernel"); a.add(spec.kernel());
         a.add("-initrd"); a.add(spec.initramfs());
-        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=" + (initOnFree() ? 1 : 0));
+        StringBuilder cmdline = new StringBuilder("console=ttyS0 quiet panic=-1 init_on_free=" + (settings.initOnFree() ? 1 : 0));
         if (!accel.kvm() && accel.tscKhz() > 0) cmdline.append(" tsc_early_khz=").append(accel.tscKhz());
         cmdline.append(" berth.proxy_port=").append(spec.proxyPort());
         // the image's User: the guest's init hands it to the agent (--run-as), which runs every command as it
         if (spec.runAs() != null && spec.runAs().matches("[0-9]{1,10}:[0-9]{1,10}")) cmdline.append(" berth.run_as=").append(spec.runAs());
         // benchmarks only: the guest's init starts the agent without confined runs (run("true") before/after)
-        if (MicrovmDriver.unsafeUnconfinedRuns()) cmdline.append(" berth.unsafe_unconfined_runs=1");
+        if (settings.unsafeUnconfinedRuns()) cmdline.append(" berth.unsafe_unconfined_runs=1");
         a.add("-append"); a.add(cmdline.toString());
-        if (Boolean.getBoolean("berth.microvm.console")) {
+        if (settings.console()) {
             a.add("-serial"); a.add("file:" + runtimeDir.resolve(CONSOLE_FILE));
         } else {
             a.add("-serial"); a.add("null");
@@ -117,12 +120,6 @@ final class QemuMachine implements AutoCloseable {
         return a;
     }
 
-    /**
-     * Guest {@code init_on_free}: freed pages are zeroed, so a parked RAM file punches down to what is really in use
-     * (see BENCHMARKS.md for the cost at boot). {@code -Dberth.microvm.initOnFree=false} turns it off.
-     */
-    static boolean initOnFree() { return !"false".equals(System.getProperty("berth.microvm.initOnFree")); }
-
     /** Escapes a value for QEMU's comma-separated option syntax. */
     static String opt(String v) { return v.replace(",", ",,"); }
 
@@ -130,9 +127,9 @@ final class QemuMachine implements AutoCloseable {
      * Starts QEMU and connects QMP. With {@code stateFile} the machine is restored from it (paused until
      * {@link #cont()}); without, it boots cold and runs.
      */
-    static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+    static QemuMachine launch(MicrovmSettings settings, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile) throws IOException {
-        return launch(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { }, new Phases());
+        return launch(settings, accel, spec, specDir, dataDisk, runtimeDir, stateFile, () -> { }, new Phases());
     }
 
     /** A check that must pass before QEMU loads anything it was given (it runs while QEMU starts). */
@@ -142,10 +139,10 @@ final class QemuMachine implements AutoCloseable {
     }
 
     /**
-     * Like {@link #launch(String, Accel, VmSpec, Path, Path, Path, Path)}, calling {@code beforeLoad} once QEMU is up
+     * Like {@link #launch(MicrovmSettings, Accel, VmSpec, Path, Path, Path, Path)}, calling {@code beforeLoad} once QEMU is up
      * and paused and before it loads the state: a failed check kills QEMU before it read a byte of the state.
      */
-    static QemuMachine launch(String qemu, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
+    static QemuMachine launch(MicrovmSettings settings, Accel accel, VmSpec spec, Path specDir, Path dataDisk, Path runtimeDir,
                               Path stateFile, BeforeLoad beforeLoad, Phases phases) throws IOException {
         Files.createDirectories(runtimeDir);
         for (String f : List.of(QMP_SOCK, AGENT_SOCK, PID_FILE)) Files.deleteIfExists(runtimeDir.resolve(f));
@@ -155,9 +152,9 @@ final class QemuMachine implements AutoCloseable {
         }
         if (stateFile != null && stateFile.toString().contains("'"))
             throw new IOException("state file path must not contain a quote: " + stateFile);
-        boolean jailed = VmmJail.enabled();
+        boolean jailed = settings.jailed();
         // jailed, a cold boot also starts paused: the guest runs only once QEMU is in its cgroups (see below)
-        List<String> cmd = commandLine(qemu, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null, jailed && stateFile == null);
+        List<String> cmd = commandLine(settings, accel, spec, specDir, dataDisk, runtimeDir, stateFile != null, jailed && stateFile == null);
         List<Path> cgroups = List.of();
         if (jailed) {
             boolean own = stateFile == null || stateFile.toAbsolutePath().startsWith(specDir.toAbsolutePath());
@@ -197,7 +194,7 @@ final class QemuMachine implements AutoCloseable {
             inGroups.exceptionally(x -> null).join();
             throw new IOException(e.getMessage() + log.tail(), e);
         }
-        QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, log);
+        QemuMachine m = new QemuMachine(p.toHandle(), qmp, runtimeDir, jailed, log);
         phases.mark("QEMU start to QMP");
         try {
             // events: QEMU says when a migration changes state, so a save or restore is seen done at once instead
@@ -230,13 +227,13 @@ final class QemuMachine implements AutoCloseable {
     /**
      * The QEMU a previous server process left running in {@code runtimeDir}, with a new QMP connection, or empty when
      * there is none: no pid file, no such process, or a process that is not the QEMU of this runtime directory (a
-     * recycled pid is never adopted, let alone killed).
+     * recycled pid is never adopted, let alone killed). {@code jailed}: whether this driver jails the QEMUs it launches.
      */
-    static java.util.Optional<QemuMachine> adopt(Path runtimeDir) throws IOException {
+    static java.util.Optional<QemuMachine> adopt(Path runtimeDir, boolean jailed) throws IOException {
         java.util.Optional<ProcessHandle> p = processOf(runtimeDir);
         if (p.isEmpty()) return java.util.Optional.empty();
         QmpClient qmp = QmpClient.connect(runtimeDir.resolve(QMP_SOCK), "berth", Duration.ofSeconds(20));
-        return java.util.Optional.of(new QemuMachine(p.get(), qmp, runtimeDir, new BoundedLog()));
+        return java.util.Optional.of(new QemuMachine(p.get(), qmp, runtimeDir, jailed, new BoundedLog()));
     }
 
     /** The live QEMU process whose pid file is in {@code runtimeDir} and whose command line names that directory. */

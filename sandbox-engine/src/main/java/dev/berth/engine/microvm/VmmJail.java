@@ -39,11 +39,6 @@ final class VmmJail {
 
     private VmmJail() {}
 
-    /** Jailed when Berth is root, unless {@code -Dberth.microvm.unsafeNoJail=true} (benchmarks: jailed vs not). */
-    static boolean enabled() {
-        return HostIdentity.isRoot() && !Boolean.getBoolean("berth.microvm.unsafeNoJail");
-    }
-
     /**
      * The jail's name (cgroups, uid) for the machine of {@code runtimeDir}: derived from its absolute path, which is
      * the workspace's and stable across restarts ({@code home/run/<id>}), so a later clean-up finds the same groups.
@@ -192,10 +187,12 @@ final class VmmJail {
      */
     static long cpuQuotaUs(VmSpec spec) { return (spec.vcpus() + 1) * 100_000L; }
 
-    /** The limits as set up for the QEMU of {@code id} (read back from the cgroup files), plus disk and io. */
-    static List<Limit> limits(String id, VmSpec spec, int diskMiB, GuestRunLimits runs, List<Limit> io) {
+    /**
+     * The limits as set up for the QEMU of {@code id} (read back from the cgroup files), plus disk and io;
+     * {@code jailed}: whether that QEMU was launched in its jail.
+     */
+    static List<Limit> limits(String id, boolean jailed, VmSpec spec, int diskMiB, GuestRunLimits runs, List<Limit> io) {
         List<Limit> out = new ArrayList<>();
-        boolean jailed = enabled();
         String cpu = read(CGROUP.resolve("cpu/berth-vmm").resolve(id).resolve("cpu.cfs_quota_us"));
         String mem = read(CGROUP.resolve("memory/berth-vmm").resolve(id).resolve("memory.limit_in_bytes"));
         String no = jailed ? "the cgroup v1 controller is not writable here" : "QEMU runs unjailed (Berth is not root, or unsafeNoJail)";

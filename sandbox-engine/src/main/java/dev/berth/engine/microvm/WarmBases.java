@@ -40,9 +40,12 @@ final class WarmBases {
     private static final Duration ABANDONED_AFTER = Duration.ofHours(1);
 
     private final Path dir;
+    /** Guests booted with their runs unconfined ({@link MicrovmSettings#unsafeUnconfinedRuns()}) get bases of their own. */
+    private final boolean unconfinedRuns;
 
-    WarmBases(Path imageCache) {
+    WarmBases(Path imageCache, boolean unconfinedRuns) {
         this.dir = imageCache.resolve("bases");
+        this.unconfinedRuns = unconfinedRuns;
     }
 
     Path dir() { return dir; }
@@ -50,7 +53,7 @@ final class WarmBases {
     /** Where the base of this image and shape lives (it may not exist yet). */
     Path of(String imageId, Resources r, int proxyPort) {
         return dir.resolve(imageId + "-m" + r.memoryMiB() + "-c" + r.vcpus() + "-d" + r.diskMiB() + "-p" + proxyPort
-                + (MicrovmDriver.unsafeUnconfinedRuns() ? "-unconfined" : "")); // a guest booted with its runs unconfined
+                + (unconfinedRuns ? "-unconfined" : "")); // a guest booted with its runs unconfined
     }
 
     /** A shared hold on a base while a fork reads it; closing releases it. */

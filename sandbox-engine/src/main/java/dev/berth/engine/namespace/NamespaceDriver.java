@@ -40,12 +40,28 @@ public final class NamespaceDriver implements IsolationDriver {
     private final Path bwrap;
     /** The home's layer pool, or null where pools cannot be used (then each workspace gets an ext4 image). */
     private final BtrfsPool pool;
+    private final NamespaceSettings settings;
 
-    /** @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}. */
-    public NamespaceDriver(Path home) {
+    /**
+     * A driver with the settings of the {@code berth.namespace.*} system properties ({@link NamespaceSettings#fromSystem}).
+     *
+     * @param home Berth home: the agent binary and the curated /etc are prepared under {@code home/images}.
+     * @throws IllegalArgumentException when a property is out of range (the message names it and the allowed values)
+     */
+    public NamespaceDriver(Path home) { this(home, NamespaceSettings.fromSystem()); }
+
+    /** A driver with the given settings; nothing is read from system properties. */
+    public NamespaceDriver(Path home, NamespaceSettings settings) {
         this.home = home.toAbsolutePath();
+        this.settings = settings;
         this.bwrap = findBwrap();
-        this.pool = BtrfsPool.unavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
+        this.pool = poolUnavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
+    }
+
+    /** Null when the layer pool is used, else why not: the host cannot have one, or the settings refuse it. */
+    private String poolUnavailable() {
+        if (HostIdentity.isRoot() && settings.poolRefused() != null) return settings.poolRefused();
+        return BtrfsPool.unavailable();
     }
 
     private static Path findBwrap() {
@@ -70,20 +86,14 @@ public final class NamespaceDriver implements IsolationDriver {
         return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
                 + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : "")
                 + (pool != null ? "; layers are subvolumes of the btrfs pool " + pool.image() + " (constant-time snapshots and forks)"
-                        : "; layers are per-workspace ext4 images or directories (no layer pool: " + BtrfsPool.unavailable() + ")"));
+                        : "; layers are per-workspace ext4 images or directories (no layer pool: " + poolUnavailable() + ")"));
     }
-
-    /**
-     * Benchmarks only ({@code -Dberth.namespace.unsafeUnconfinedRuns=true}): commands run as the agent's children,
-     * not confined below it (no own pid/mount namespace, no seccomp filter; the agent itself has no capabilities then).
-     */
-    static boolean unsafeUnconfinedRuns() { return Boolean.getBoolean("berth.namespace.unsafeUnconfinedRuns"); }
 
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities(NAME,
                 "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities"
-                        + (unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
+                        + (settings.unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
                 false, false, false, "none");
     }
 
@@ -121,7 +131,7 @@ public final class NamespaceDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
-                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request);
+                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();
                 throw e;

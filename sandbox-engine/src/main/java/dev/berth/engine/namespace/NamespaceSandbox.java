@@ -58,7 +58,7 @@ final class NamespaceSandbox implements Sandbox {
         return out;
     }
 
-    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req)
+    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, NamespaceSettings settings)
             throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
         CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources(),
@@ -68,7 +68,7 @@ final class NamespaceSandbox implements Sandbox {
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(layout.socket()));
             layout.chownForSandbox(layout.socket());
-            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits);
+            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits, settings);
             Path log = layout.runtime().resolve("sandbox.log");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
@@ -96,7 +96,8 @@ final class NamespaceSandbox implements Sandbox {
      * The sandbox command line. Order matters for bwrap: later mounts go on top of earlier ones, so the writable
      * layer comes after the read-only base it covers.
      */
-    static List<String> command(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, CgroupLimits limits) {
+    static List<String> command(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, CgroupLimits limits,
+                                NamespaceSettings settings) {
         List<String> c = new ArrayList<>();
         if (!limits.groups().isEmpty()) {
             // join the cgroups before bwrap forks, so every process of the sandbox is inside them
@@ -121,7 +122,7 @@ final class NamespaceSandbox implements Sandbox {
         // pid and mount namespace with a fresh /proc, SETPCAP to empty the run's bounding set.
         // benchmarks only (-Dberth.namespace.unsafeUnconfinedRuns=true): the agent runs commands itself, with no
         // capabilities at all, to measure what confinement costs (IsolationBenchmark)
-        if (!NamespaceDriver.unsafeUnconfinedRuns()) c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
+        if (!settings.unsafeUnconfinedRuns()) c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
         Path s = layout.layer();
         boolean image = layout.usesImage();
         if (req.image() != null) {
@@ -157,7 +158,7 @@ final class NamespaceSandbox implements Sandbox {
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
         c.addAll(List.of("--disable-userns", "--"));
         c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
-        if (!NamespaceDriver.unsafeUnconfinedRuns()) c.add("--isolate-runs");
+        if (!settings.unsafeUnconfinedRuns()) c.add("--isolate-runs");
         if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
         return c;
     }

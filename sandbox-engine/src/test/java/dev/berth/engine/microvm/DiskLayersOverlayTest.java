@@ -12,7 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
-/** Overlays made from a template ({@link DiskLayers#createOverlay}) are the bytes qemu-img itself would write. */
+/** Overlays made from a template ({@link OverlayTemplates#create}) are the bytes qemu-img itself would write. */
 class DiskLayersOverlayTest {
     @TempDir Path dir;
 
@@ -28,8 +28,9 @@ class DiskLayersOverlayTest {
 
         Path ours = dir.resolve("ours.qcow2");
         Path theirs = dir.resolve("theirs.qcow2");
-        DiskLayers.createOverlay(ours, DiskLayers.DIR + "/" + name, size);
-        DiskLayers.createOverlay(dir.resolve("second.qcow2"), DiskLayers.DIR + "/" + name, size); // from the cached template
+        OverlayTemplates templates = new OverlayTemplates();
+        templates.create(ours, DiskLayers.DIR + "/" + name, size);
+        templates.create(dir.resolve("second.qcow2"), DiskLayers.DIR + "/" + name, size); // from the cached template
         ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", DiskLayers.DIR + "/" + name, "-F", "qcow2",
                 theirs.toString(), Long.toString(size)), 60);
         assertArrayEquals(Files.readAllBytes(theirs), Files.readAllBytes(ours));
@@ -51,7 +52,7 @@ class DiskLayersOverlayTest {
         Path base = dir.resolve("base.qcow2");
         ImageBuilder.run(List.of("qemu-img", "create", "-q", "-f", "qcow2", base.toString(), "32M"), 60);
         Path over = dir.resolve("over.qcow2");
-        DiskLayers.createOverlay(over, "base.qcow2", DiskLayers.virtualSize(base));
+        new OverlayTemplates().create(over, "base.qcow2", DiskLayers.virtualSize(base));
         JsonNode info = JsonMapper.builder().build().readTree(
                 ImageBuilder.run(List.of("qemu-img", "info", "--output=json", over.toString()), 60));
         assertEquals("base.qcow2", info.path("backing-filename").asString());

@@ -61,7 +61,7 @@ public final class MicrovmBenchmark {
         MicrovmBenchmark b = new MicrovmBenchmark(work, mem, image, driver.accel());
         System.out.printf("microvm benchmark: %d rounds, %d MiB guest, image %s, accelerator %s (%s), %d host cpus, init_on_free=%d%n",
                 rounds, mem, image.id(), driver.accel().name(), driver.accel().why(), Runtime.getRuntime().availableProcessors(),
-                QemuMachine.initOnFree() ? 1 : 0);
+                driver.settings().initOnFree() ? 1 : 0);
         try {
             // Alternate which side goes first, so neither always runs on a host still busy with the other's writes.
             for (int i = 0; i < rounds; i++) {
@@ -140,7 +140,7 @@ public final class MicrovmBenchmark {
         Sandbox fork = driver.start(new StartRequest("ws-f" + i, fws.resolve("state"), fws.resolve("run"), new StartRequest.Fork(snap), r, 0));
         exec(fork.agent());
         add(berth, "fork to first exec", ms(t0));
-        add(berth, "fork's own state on disk, MiB", MicrovmDriver.allocatedBytes(List.of(fws.resolve("state/data.qcow2"))) / 1048576.0);
+        add(berth, "fork's own state on disk, MiB", SnapshotWriter.allocatedBytes(List.of(fws.resolve("state/data.qcow2"))) / 1048576.0);
         fork.destroy();
         driver.cleanupRuntime(ws.resolve("run"));
     }
@@ -171,7 +171,7 @@ public final class MicrovmBenchmark {
                 "-m", memMiB + "M", "-object", "memory-backend-file,id=mem,size=" + memMiB + "M,mem-path=" + ram + ",share=" + (share ? "on" : "off"),
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", image.kernel().toString(), "-initrd", image.initramfs().toString(),
-                "-append", "console=ttyS0 quiet panic=-1 init_on_free=" + (QemuMachine.initOnFree() ? 1 : 0) + (accel.kvm() ? "" : " tsc_early_khz=" + accel.tscKhz()) + " berth.proxy_port=0",
+                "-append", "console=ttyS0 quiet panic=-1 init_on_free=" + (MicrovmSettings.fromSystem().initOnFree() ? 1 : 0) + (accel.kvm() ? "" : " tsc_early_khz=" + accel.tscKhz()) + " berth.proxy_port=0",
                 "-serial", "null"));
         if (image.baseDisk() != null) {
             a.addAll(List.of("-drive", "file=" + image.baseDisk() + ",if=none,id=base,format=raw,readonly=on",
@@ -194,7 +194,7 @@ public final class MicrovmBenchmark {
         Path dir = work.resolve("bare-" + i);
         Files.createDirectories(dir);
         Path disk = dir.resolve("data.qcow2");
-        MicrovmDriver.createDataDisk(disk, 1024);
+        ColdBoot.createDataDisk(disk, 1024);
         Path ram = dir.resolve("ram");
         long t0 = System.nanoTime();
         Process q = spawn(bareArgs(dir, ram, true, disk));
@@ -232,7 +232,7 @@ public final class MicrovmBenchmark {
         q.waitFor(30, TimeUnit.SECONDS);
         add(bare, "park (Berth: RAM written out after the last run; fsync, digests)", ms(t0));
         qmp.close();
-        add(bare, "state on disk after park, MiB", MicrovmDriver.allocatedBytes(List.of(state, ram, disk)) / 1048576.0);
+        add(bare, "state on disk after park, MiB", SnapshotWriter.allocatedBytes(List.of(state, ram, disk)) / 1048576.0);
         add(bare, "  of which device state file, MiB", Files.size(state) / 1048576.0);
 
         // resume: same command line + -incoming defer, then migrate-incoming "exec:cat FILE"
@@ -269,7 +269,7 @@ public final class MicrovmBenchmark {
         hello(agent);
         execTrue(agent, 1);
         add(bare, "fork to first exec", ms(t0));
-        add(bare, "fork's own state on disk, MiB", MicrovmDriver.allocatedBytes(List.of(fdir.resolve("data.qcow2"))) / 1048576.0);
+        add(bare, "fork's own state on disk, MiB", SnapshotWriter.allocatedBytes(List.of(fdir.resolve("data.qcow2"))) / 1048576.0);
         agent.close();
         q.destroyForcibly().waitFor();
 
@@ -279,7 +279,7 @@ public final class MicrovmBenchmark {
             int o = ca.indexOf("-object");
             ca.set(o + 1, "memory-backend-ram,id=mem,size=" + memMiB + "M");
             Path cdisk = dir.resolve("c.qcow2");
-            MicrovmDriver.createDataDisk(cdisk, 1024);
+            ColdBoot.createDataDisk(cdisk, 1024);
             ca.set(ca.indexOf("file=" + disk + ",if=none,id=data,format=qcow2"), "file=" + cdisk + ",if=none,id=data,format=qcow2");
             q = spawn(ca);
             agent = connect(dir.resolve("a.sock"));

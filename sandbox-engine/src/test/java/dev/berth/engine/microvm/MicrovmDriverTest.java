@@ -269,7 +269,7 @@ class MicrovmDriverTest {
         assertTrue(p.stateBytes() > 0);
         assertFalse(ws.isAlive());
         // park returns once the state is durable and QEMU was told to quit; a start of these files waits for its exit
-        MicrovmDriver.awaitExit(request("ws-park", new StartRequest.Resume()).stateDir());
+        driver.awaitExit(request("ws-park", new StartRequest.Resume()).stateDir());
         assertFalse(ProcessHandle.of(hostPid).map(ProcessHandle::isAlive).orElse(false), "QEMU is gone while parked");
         assertFalse(Files.exists(request("ws-park", new StartRequest.Resume()).runtimeDir().resolve("qmp.sock")));
 
@@ -458,7 +458,7 @@ class MicrovmDriverTest {
         Guest.sh(ws.agent(), "echo " + remembered + " > /tmp/t");
         ws.park();
         Path dir = request(id, new StartRequest.Resume()).stateDir();
-        MicrovmDriver.awaitHoles(dir.resolve("ram"));
+        driver.awaitHoles(dir.resolve("ram"));
         return dir;
     }
 

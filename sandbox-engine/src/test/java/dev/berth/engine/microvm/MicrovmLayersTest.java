@@ -41,7 +41,11 @@ class MicrovmLayersTest {
     }
 
     static Sandbox start(String id, StartRequest.Mode mode) throws SandboxException {
-        Sandbox s = driver.start(request(id, mode));
+        return start(driver, id, mode);
+    }
+
+    static Sandbox start(MicrovmDriver on, String id, StartRequest.Mode mode) throws SandboxException {
+        Sandbox s = on.start(request(id, mode));
         synchronized (all) { all.add(s); }
         return s;
     }
@@ -56,7 +60,6 @@ class MicrovmLayersTest {
     @AfterAll
     static void tearDown() {
         synchronized (all) { all.forEach(Sandbox::destroy); }
-        System.clearProperty("berth.microvm.maxChainDepth");
     }
 
     /** Allocated bytes of the distinct inodes of the qcow2 files under the given directories (hard links once). */
@@ -230,41 +233,38 @@ class MicrovmLayersTest {
 
     @Test
     void forkOfForkChains_longerThanTheLimit_areFlattenedWhileTheForkRuns() throws Exception {
-        System.setProperty("berth.microvm.maxChainDepth", "2");
-        try {
-            Sandbox ws = start("ws-chain", new StartRequest.Fresh());
-            Guest.sh(ws.agent(), "echo 0 > /workspace/g0; sync");
-            String from = "ws-chain";
-            Sandbox cur = ws;
-            for (int g = 1; g <= 3; g++) {
-                Path snap = root.resolve("snap-chain-" + g);
-                cur.snapshot(snap);
-                Sandbox next = start("fork-chain-" + g, new StartRequest.Fork(snap));
-                Guest.sh(next.agent(), "echo " + g + " > /workspace/g" + g + "; sync");
-                if (cur != ws) cur.destroy();
-                Trees.delete(snap); // nothing needs the snapshots' names
-                cur = next;
-                from = "fork-chain-" + g;
-            }
-            // fork 3 started on a chain of 3 layers (> 2): a block-stream job flattens it while the guest runs
-            Path disk = stateDir(from).resolve("data.qcow2");
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-            while (!DiskLayers.chain(disk).isEmpty()) {
-                assertTrue(System.nanoTime() < deadline, "chain not flattened: " + DiskLayers.chain(disk));
-                Thread.sleep(50);
-            }
-            assertEquals("0\n1\n2\n3\n", Guest.sh(cur.agent(), "cat /workspace/g0 /workspace/g1 /workspace/g2 /workspace/g3").out());
-            // after a park the flattened fork drops its links to the old layers; it resumes on its own disk alone
-            cur.park();
-            Sandbox back = start(from, new StartRequest.Resume());
-            assertEquals("0\n1\n2\n3\n", Guest.sh(back.agent(), "cat /workspace/g0 /workspace/g1 /workspace/g2 /workspace/g3").out());
-            try (Stream<Path> s = Files.list(stateDir(from).resolve(DiskLayers.DIR))) {
-                assertEquals(List.of(), s.filter(p -> p.getFileName().toString().endsWith(".qcow2")).toList());
-            }
-            back.destroy();
-            ws.destroy();
-        } finally {
-            System.clearProperty("berth.microvm.maxChainDepth");
+        MicrovmDriver shallow = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST,
+                MicrovmSettings.fromSystem().withMaxChainDepth(2));
+        Sandbox ws = start(shallow, "ws-chain", new StartRequest.Fresh());
+        Guest.sh(ws.agent(), "echo 0 > /workspace/g0; sync");
+        String from = "ws-chain";
+        Sandbox cur = ws;
+        for (int g = 1; g <= 3; g++) {
+            Path snap = root.resolve("snap-chain-" + g);
+            cur.snapshot(snap);
+            Sandbox next = start(shallow, "fork-chain-" + g, new StartRequest.Fork(snap));
+            Guest.sh(next.agent(), "echo " + g + " > /workspace/g" + g + "; sync");
+            if (cur != ws) cur.destroy();
+            Trees.delete(snap); // nothing needs the snapshots' names
+            cur = next;
+            from = "fork-chain-" + g;
         }
+        // fork 3 started on a chain of 3 layers (> 2): a block-stream job flattens it while the guest runs
+        Path disk = stateDir(from).resolve("data.qcow2");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (!DiskLayers.chain(disk).isEmpty()) {
+            assertTrue(System.nanoTime() < deadline, "chain not flattened: " + DiskLayers.chain(disk));
+            Thread.sleep(50);
+        }
+        assertEquals("0\n1\n2\n3\n", Guest.sh(cur.agent(), "cat /workspace/g0 /workspace/g1 /workspace/g2 /workspace/g3").out());
+        // after a park the flattened fork drops its links to the old layers; it resumes on its own disk alone
+        cur.park();
+        Sandbox back = start(shallow, from, new StartRequest.Resume());
+        assertEquals("0\n1\n2\n3\n", Guest.sh(back.agent(), "cat /workspace/g0 /workspace/g1 /workspace/g2 /workspace/g3").out());
+        try (Stream<Path> s = Files.list(stateDir(from).resolve(DiskLayers.DIR))) {
+            assertEquals(List.of(), s.filter(p -> p.getFileName().toString().endsWith(".qcow2")).toList());
+        }
+        back.destroy();
+        ws.destroy();
     }
 }

@@ -30,9 +30,12 @@ import org.junit.jupiter.api.Test;
 class MicrovmVerifiedResumeTest {
     Path home;
     Engine engine;
+    /** The driver of the engine last started (its background work is per driver). */
+    MicrovmDriver driver;
 
     EngineConfig config() {
-        return EngineConfig.defaults(home, List.of(new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST)));
+        driver = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST);
+        return EngineConfig.defaults(home, List.of(driver));
     }
 
     @AfterEach
@@ -111,7 +114,7 @@ class MicrovmVerifiedResumeTest {
         String id = engine.open(Tenant.LOCAL, OpenRequest.persistent("proj")).workspace().id();
         engine.run(Tenant.LOCAL, RunRequest.of(id, command), OutputListener.NONE);
         engine.park(Tenant.LOCAL, id);
-        MicrovmDriver.awaitHoles(home.resolve("workspaces").resolve(id).resolve("state").resolve("ram"));
+        driver.awaitHoles(home.resolve("workspaces").resolve(id).resolve("state").resolve("ram"));
         return id;
     }
 

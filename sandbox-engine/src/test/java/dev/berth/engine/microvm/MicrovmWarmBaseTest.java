@@ -44,7 +44,7 @@ class MicrovmWarmBaseTest {
 
     @Test
     void secondFreshWorkspace_isForkedFromTheBase_andIndependent() throws Exception {
-        Path old = new WarmBases(TestImages.builder().cacheDir()).of(driver.imageId(), SHAPE, 0);
+        Path old = new WarmBases(TestImages.builder().cacheDir(), false).of(driver.imageId(), SHAPE, 0);
         if (!Files.exists(old.resolve(WarmBases.SELF_CONTAINED))) dev.berth.engine.spi.Trees.delete(old); // an older build's, in a reused cache
         a = driver.start(fresh("ws-warm-a"));
         Path bases = TestImages.builder().cacheDir().resolve("bases");
@@ -68,7 +68,7 @@ class MicrovmWarmBaseTest {
         assertNotEquals(ra, rb, "two workspaces from one base must not share randomness");
 
         // nothing refers to the base once its forks have started: remove it, and b still parks and resumes
-        Path base = new WarmBases(TestImages.builder().cacheDir()).of(driver.imageId(), SHAPE, 0);
+        Path base = new WarmBases(TestImages.builder().cacheDir(), false).of(driver.imageId(), SHAPE, 0);
         assertTrue(Files.isRegularFile(base.resolve(WarmBases.SELF_CONTAINED)), "a new base is marked self-contained");
         Path moved = base.resolveSibling(".moved-" + base.getFileName());
         Files.move(base, moved);
@@ -90,7 +90,7 @@ class MicrovmWarmBaseTest {
     @Test
     void collect_removesSupersededUnusedAndAbandoned_keepsInUseAndUnmarked() throws Exception {
         Path cache = root.resolve("cache");
-        WarmBases bases = new WarmBases(cache);
+        WarmBases bases = new WarmBases(cache, false);
         Files.createDirectories(bases.dir());
         Resources r = SHAPE;
         Path current = base(bases, bases.of("test-1111111111111111", r, 0), true);

@@ -16,7 +16,7 @@ class QemuCommandLineTest {
 
     @Test
     void commandLine_tcg_hasNoNetworkDeviceAndSharedRamFileAndSeccomp() {
-        List<String> a = QemuMachine.commandLine("qemu-system-x86_64", new Accel(false, 2596142, "t"), SPEC,
+        List<String> a = QemuMachine.commandLine(MicrovmSettings.defaults(), new Accel(false, 2596142, "t"), SPEC,
                 Path.of("/st,ate"), Path.of("/st,ate/data.qcow2"), Path.of("/run/ws"), false);
         String all = String.join(" ", a);
         assertFalse(all.contains("-netdev") || all.contains("-nic ") || all.contains("virtio-net"), all);
@@ -29,17 +29,17 @@ class QemuCommandLineTest {
         assertFalse(a.contains("-incoming"));
         assertEquals("tcg,tb-size=256", a.get(a.indexOf("-accel") + 1));
         VmSpec two = new VmSpec("t", "/k", "/i", null, 256, 2, "ram", true, null, 0);
-        List<String> b = QemuMachine.commandLine("q", new Accel(false, 1, "t"), two, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false);
+        List<String> b = QemuMachine.commandLine(MicrovmSettings.defaults().withQemu("q"), new Accel(false, 1, "t"), two, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false);
         assertEquals("tcg,tb-size=256,thread=single", b.get(b.indexOf("-accel") + 1));
         assertFalse(a.contains("-S"), "an unjailed cold boot runs at once");
         // a jailed cold boot starts paused: the guest runs once QEMU is in its cgroups
-        List<String> paused = QemuMachine.commandLine("q", new Accel(false, 1, "t"), SPEC, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false, true);
+        List<String> paused = QemuMachine.commandLine(MicrovmSettings.defaults().withQemu("q"), new Accel(false, 1, "t"), SPEC, Path.of("/s"), Path.of("/s/d"), Path.of("/r"), false, true);
         assertTrue(paused.contains("-S") && !paused.contains("-incoming"), paused.toString());
     }
 
     @Test
     void commandLine_kvmRestore_usesHostCpuAndPausedDeferredIncoming() {
-        List<String> a = QemuMachine.commandLine("qemu-system-x86_64", new Accel(true, 2596142, "t"),
+        List<String> a = QemuMachine.commandLine(MicrovmSettings.defaults(), new Accel(true, 2596142, "t"),
                 SPEC.withMemory("/snap/ram", false), Path.of("/st"), Path.of("/st/data.qcow2"), Path.of("/run/ws"), true);
         String all = String.join(" ", a);
         assertEquals("kvm", a.get(a.indexOf("-accel") + 1));

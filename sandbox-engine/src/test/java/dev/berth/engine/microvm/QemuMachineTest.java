@@ -21,6 +21,7 @@ class QemuMachineTest {
 
     static final Duration T = Duration.ofSeconds(60);
     static GuestImage image;
+    static final MicrovmSettings SETTINGS = MicrovmSettings.fromSystem();
     static Accel accel;
     @TempDir static Path dir;
     static QemuMachine vm;
@@ -31,13 +32,13 @@ class QemuMachineTest {
     @BeforeAll
     static void boot() throws Exception {
         image = TestImages.builder().testImage(ShellGuest.SHELL_AGENT);
-        accel = Accel.detect("qemu-system-x86_64");
+        accel = Accel.detect(SETTINGS);
         stateDir = dir.resolve("ws");
         Files.createDirectories(stateDir);
         spec = new VmSpec(image.id(), image.kernel().toString(), image.initramfs().toString(), null, 128, 1,
                 "ram", true, null, 0);
-        MicrovmDriver.createDataDisk(stateDir.resolve(QemuMachine.DATA_DISK), 64);
-        vm = QemuMachine.launch("qemu-system-x86_64", accel, spec, stateDir, stateDir.resolve(QemuMachine.DATA_DISK),
+        ColdBoot.createDataDisk(stateDir.resolve(QemuMachine.DATA_DISK), 64);
+        vm = QemuMachine.launch(SETTINGS, accel, spec, stateDir, stateDir.resolve(QemuMachine.DATA_DISK),
                 dir.resolve("rt"), null);
         sh = ShellGuest.connect(dir.resolve("rt").resolve(QemuMachine.AGENT_SOCK), T);
     }
@@ -67,7 +68,7 @@ class QemuMachineTest {
         vm.quit();
         vm = null;
         assertTrue(Files.size(state) < 2 << 20, "RAM is not in the stream: " + Files.size(state));
-        vm = QemuMachine.launch("qemu-system-x86_64", accel, spec, stateDir, stateDir.resolve(QemuMachine.DATA_DISK), rt2, state);
+        vm = QemuMachine.launch(SETTINGS, accel, spec, stateDir, stateDir.resolve(QemuMachine.DATA_DISK), rt2, state);
         vm.cont();
         sh = ShellGuest.connect(rt2.resolve(QemuMachine.AGENT_SOCK), T);
         assertEquals("kept", sh.run("cat /tmp/kept", T).strip());
@@ -84,10 +85,10 @@ class QemuMachineTest {
         sh.run("echo before > /tmp/marker; echo disk-before > /workspace/marker; sync", T);
         // as MicrovmSandbox.snapshot does: a jailed QEMU can write only its own state directory
         vm.stop();
-        String layer = DiskLayers.freezeLive(vm, stateDir);
+        String layer = DiskLayers.freezeLive(vm, stateDir, new OverlayTemplates());
         vm.save(stateDir.resolve(".snapshot-state"));
         Files.move(stateDir.resolve(".snapshot-state"), snap.resolve("state"));
-        MicrovmDriver.writeSnapshot(spec, stateDir, snap, layer);
+        SnapshotWriter.write(spec, stateDir, snap, layer);
         vm.cont();
         sh.run("echo after > /tmp/marker; echo disk-after > /workspace/marker; sync", T);
         VmSpec s = VmSpec.read(snap.resolve(VmSpec.SNAPSHOT_FILE));
@@ -97,7 +98,7 @@ class QemuMachineTest {
         ImageBuilder.run(java.util.List.of("qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
                 snap.resolve(s.disk()).toString(), fdir.resolve(QemuMachine.DATA_DISK).toString()), 30);
         VmSpec fspec = s.withMemory(snap.resolve(s.memPath()).toString(), false).withState(null);
-        try (QemuMachine f = QemuMachine.launch("qemu-system-x86_64", accel, fspec, fdir, fdir.resolve(QemuMachine.DATA_DISK),
+        try (QemuMachine f = QemuMachine.launch(SETTINGS, accel, fspec, fdir, fdir.resolve(QemuMachine.DATA_DISK),
                 dir.resolve("rt-fork"), snap.resolve("state"))) {
             f.cont();
             try (ShellGuest fsh = ShellGuest.connect(dir.resolve("rt-fork").resolve(QemuMachine.AGENT_SOCK), T)) {

@@ -37,7 +37,7 @@ class VmmJailTest {
 
     @BeforeAll
     void start() throws Exception {
-        assumeTrue(VmmJail.enabled(), "the jail needs root");
+        assumeTrue(MicrovmSettings.fromSystem().jailed(), "the jail needs root");
         root = Files.createTempDirectory("berth-jail-");
         Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         serverSecret = Files.writeString(root.resolve("server-secret.txt"), "SERVER-SECRET");
