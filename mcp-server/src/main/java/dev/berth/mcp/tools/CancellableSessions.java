@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import io.modelcontextprotocol.common.McpTransportContext;
 import io.modelcontextprotocol.json.TypeRef;
@@ -18,13 +18,13 @@ import reactor.core.publisher.Mono;
  * {@code notifications/cancelled} cancels the call with that key instead of reaching the SDK, which would only log
  * that it has no handler for it. Everything else is passed to the SDK's own session unchanged.
  */
-final class CancellableSessions implements McpServerTransportProvider {
+public final class CancellableSessions implements McpServerTransportProvider {
     private final McpServerTransportProvider delegate;
     private final Cancellations cancellations;
     private final String scope;
 
     /** @param scope prefix of every key from this provider (the tenant it serves), so keys never collide */
-    CancellableSessions(McpServerTransportProvider delegate, Cancellations cancellations, String scope) {
+    public CancellableSessions(McpServerTransportProvider delegate, Cancellations cancellations, String scope) {
         this.delegate = delegate;
         this.cancellations = cancellations;
         this.scope = scope;

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -11,15 +11,15 @@ import java.util.function.Function;
  * summarises every long string field instead of repeating it, so a result never travels twice at full size.
  * Stateless.
  */
-final class Mirror {
+public final class Mirror {
     /** Largest mirror repeated as is; about 64 KiB, which an agent reading text can still take in. */
-    static final int MAX_CHARS = 64 * 1024;
+    public static final int MAX_CHARS = 64 * 1024;
     /** String fields shorter than this stay in a summarised mirror. */
     static final int SHORT_FIELD = 1024;
 
     private Mirror() {}
 
-    static String of(Map<String, Object> result, Function<Object, String> toJson) {
+    public static String of(Map<String, Object> result, Function<Object, String> toJson) {
         boolean binary = "base64".equals(result.get("encoding")) && result.get("content") instanceof String;
         if (!binary) {
             String full = toJson.apply(result);

@@ -1,11 +1,16 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import java.nio.file.Path;
 import java.util.List;
 
-/** Command-line options shared by the subcommands. */
-/** @param port, bind and config are for {@code berth http} only; binDir for {@code berth setup} and {@code berth launcher} */
-record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config, String microvmImage, Path binDir) {
+/**
+ * Command-line options shared by the subcommands; immutable.
+ *
+ * @param port   for {@code berth http} only, like {@code bind}
+ * @param config for {@code berth http} and {@code berth stdio}
+ * @param binDir for {@code berth setup} and {@code berth launcher}
+ */
+public record Options(Path home, String isolation, Path egressConfig, Integer port, String bind, Path config, String microvmImage, Path binDir) {
 
     static final class UsageException extends Exception {
         UsageException(String m) { super(m); }

@@ -3,6 +3,10 @@ package dev.berth.mcp;
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
 import dev.berth.engine.HomeOwnedException;
+import dev.berth.mcp.cli.Options;
+import dev.berth.mcp.stdio.HomeAttach;
+import dev.berth.mcp.stdio.HomeSocket;
+import dev.berth.mcp.stdio.StdioTransport;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
 import io.modelcontextprotocol.spec.McpServerTransportProvider;
@@ -13,15 +17,15 @@ import java.io.PrintStream;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code berth stdio}: MCP over stdin/stdout through {@link StdioTransport}. stdout carries only protocol messages
+ * {@code berth stdio}'s wiring: MCP over stdin/stdout through {@link StdioTransport}. stdout carries only protocol messages
  * (everything else printed by anyone goes to stderr); end of stdin means the client is gone, whatever was read
  * before it, so the server shuts down cleanly: ephemeral workspaces are deleted and persistent ones parked.
  */
-final class StdioCommand {
+final class ServeStdio {
     /** Benchmark-only switch back to the SDK's unhardened stdio transport (see {@link #sdkTransport}). */
     static final String UNHARDENED_PROPERTY = "berth.bench.unhardenedTransport";
 
-    private StdioCommand() {}
+    private ServeStdio() {}
 
     static int run(Options opts) throws IOException {
         PrintStream protocolOut = System.out;
@@ -41,7 +45,7 @@ final class StdioCommand {
             System.err.println("berth: " + e.getMessage());
             return 1;
         }
-        HomeSocket home = HomeSocket.listen(engine.home(), engine);
+        HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket"));
         startPreviews(engine);
         CountDownLatch eof = new CountDownLatch(1);
         McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)

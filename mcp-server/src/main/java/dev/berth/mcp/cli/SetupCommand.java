@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import dev.berth.engine.agent.AgentBinary;
 import dev.berth.engine.image.ImageException;
@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * root when a workspace names no image (instead of the host's {@code /usr}).
  * Idempotent: a second run only checks.
  */
-final class SetupCommand {
+public final class SetupCommand {
     /** Debian packages and a file each one provides (to check without asking dpkg). */
     private static final List<List<String>> PACKAGES = List.of(
             List.of("bubblewrap", "/usr/bin/bwrap"),
@@ -33,12 +33,12 @@ final class SetupCommand {
             List.of("runsc", "/usr/bin/runsc"));
 
     /** Run defaults of the developer image in the store: Debian's PATH (its files set nothing else). */
-    static final java.util.Map<String, Object> DEVELOPER_DEFAULTS = java.util.Map.of("Env",
+    public static final java.util.Map<String, Object> DEVELOPER_DEFAULTS = java.util.Map.of("Env",
             List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 
     private SetupCommand() {}
 
-    static int run(Options opts, PrintStream out) throws IOException, InterruptedException {
+    static int run(Options opts, Backend backend, PrintStream out) throws IOException, InterruptedException {
         if (LauncherCommand.runningJar() != null && LauncherCommand.run(opts, out) != 0) return 1;
         List<String> missing = new ArrayList<>();
         for (List<String> p : PACKAGES) if (!Files.exists(Path.of(p.get(1)))) missing.add(p.get(0));
@@ -83,7 +83,7 @@ final class SetupCommand {
             }
         }
         out.println("home: " + opts.home());
-        return DoctorCommand.run(opts, out);
+        return DoctorCommand.run(opts, backend.drivers(opts), out);
     }
 
     private static int sh(PrintStream out, String... cmd) throws IOException, InterruptedException {

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import dev.berth.engine.OutputListener;
 import io.modelcontextprotocol.server.McpSyncServerExchange;

@@ -1,10 +1,11 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
 import java.io.PrintStream;
+import java.util.List;
 
 /**
  * {@code berth doctor}: one line per isolation driver, available or not and why, and the public key that signs receipts
@@ -16,11 +17,11 @@ final class DoctorCommand {
     /** The I/O limits doctor asks each level about: whether they would hold, per direction. */
     static final dev.berth.engine.spi.IoLimits DOCTOR_IO = new dev.berth.engine.spi.IoLimits(10L << 20, 10L << 20, 1000, 1000);
 
-    static int run(Options opts, PrintStream out) {
+    static int run(Options opts, List<IsolationDriver> drivers, PrintStream out) {
         boolean any = false;
         String chosen = null;
         out.println("Berth home: " + opts.home());
-        for (IsolationDriver d : Drivers.all(opts)) {
+        for (IsolationDriver d : drivers) {
             Availability a = d.probe();
             any |= a.available();
             if (a.available() && chosen == null) chosen = d.name();
@@ -44,7 +45,7 @@ final class DoctorCommand {
         } catch (java.io.IOException e) {
             developer = java.util.Optional.empty();
         }
-        for (IsolationDriver d : Drivers.all(opts)) {
+        for (IsolationDriver d : drivers) {
             boolean hostRoot = d.name().equals("namespace") || d.name().equals("gvisor");
             if (hostRoot && developer.isPresent()) {
                 out.printf("%-10s built-in image %s %s (the developer image in the store)%n", d.name(),
@@ -76,7 +77,7 @@ final class DoctorCommand {
             out.println("audit signing key: unavailable: " + e.getMessage());
         }
         // doctor takes no --config: what berth stdio / berth http do when the operator config has no pool section
-        var pooled = dev.berth.engine.EngineConfig.defaults(opts.home(), Drivers.all(opts))
+        var pooled = dev.berth.engine.EngineConfig.defaults(opts.home(), drivers)
                 .withTemplates(dev.berth.engine.TemplateSettings.serverDefault(dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT));
         if (opts.isolation() != null) pooled = pooled.withDefaultIsolation(opts.isolation());
         out.println("warm pool (default; the operator config's pool section changes it): " + dev.berth.engine.Engine.poolPlan(pooled));

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import dev.berth.engine.EngineException;
 import dev.berth.engine.Tenant;

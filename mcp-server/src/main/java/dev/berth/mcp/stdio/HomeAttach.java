@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.stdio;
 
 import dev.berth.engine.HomeOwnedException;
 import java.io.IOException;
@@ -15,11 +15,11 @@ import java.nio.file.Path;
  * It ends when its client closes stdin (the owner then ends that session) or when the owner goes away (it says so on
  * stderr; the next {@code berth stdio} becomes the owner and takes over cleanly).
  */
-final class HomeAttach {
+public final class HomeAttach {
     private HomeAttach() {}
 
     /** Pipes until one side ends; returns the process exit code. */
-    static int pipe(HomeOwnedException owned, InputStream stdin, OutputStream stdout) {
+    public static int pipe(HomeOwnedException owned, InputStream stdin, OutputStream stdout) {
         Path sock = owned.home().resolve(HomeSocket.FILE);
         String owner = owned.ownerPid() == null ? "another Berth process" : "Berth process " + owned.ownerPid();
         SocketChannel ch;

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import dev.berth.engine.audit.AuditTrail;
 import dev.berth.engine.audit.AuditVerifier;

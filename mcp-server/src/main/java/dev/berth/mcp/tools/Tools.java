@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
@@ -26,30 +26,33 @@ import java.util.function.Function;
  * its JSON text mirror. Every failure becomes a tool error (isError) whose text says what was wrong and what to do
  * next; nothing here throws to the SDK. Thread-safe (the engine is).
  */
-final class Tools {
+public final class Tools {
     private static final System.Logger LOG = System.getLogger("berth.mcp");
 
     private final Engine engine;
     private final McpJsonMapper json;
     private final Function<McpSyncServerExchange, Tenant> tenants;
-    private final FileTools files;
     private final ToolAudit audit;
     private final EgressApprovalTool approvals;
+    private final Map<String, Handler> more;
 
     /**
      * @param tenants   who a call is made for: the single local tenant over stdio, the authenticated one over HTTP
      * @param transport how calls arrive ("stdio", "streamable-http", "sse"), recorded as part of the caller
+     * @param more      handlers of the catalog's other tools by name (the file tools, which the server wiring owns)
      */
-    Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants, String transport) {
+    public Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants, String transport,
+                 Map<String, Handler> more) {
         this.engine = engine;
         this.json = json;
         this.tenants = tenants;
-        this.files = new FileTools(engine);
+        this.more = Map.copyOf(more);
         this.audit = new ToolAudit(engine.auditTrail(), transport);
         this.approvals = new EgressApprovalTool(engine);
     }
 
-    List<SyncToolSpecification> specifications(ToolCatalog catalog) {
+    /** One specification per tool of the catalog; a tool without a handler here or in {@code more} is a bug. */
+    public List<SyncToolSpecification> specifications(ToolCatalog catalog) {
         List<SyncToolSpecification> specs = new ArrayList<>();
         for (ToolCatalog.ToolDef def : catalog.tools()) {
             Handler h = switch (def.name()) {
@@ -59,12 +62,13 @@ final class Tools {
                 case "snapshot" -> (x, a, r) -> snapshot(tenants.apply(x), a);
                 case "close_workspace" -> (x, a, r) -> Results.close(engine.closeWorkspace(tenants.apply(x), a.requiredString("workspace"), a.bool("delete", false)));
                 case "list_workspaces" -> (x, a, r) -> list(tenants.apply(x));
-                case "read_file" -> (x, a, r) -> files.read(tenants.apply(x), a);
-                case "write_file" -> (x, a, r) -> files.write(tenants.apply(x), a);
-                case "list_files" -> (x, a, r) -> files.list(tenants.apply(x), a);
                 case "expose_port" -> (x, a, r) -> expose(tenants.apply(x), a);
                 case "request_egress" -> (x, a, r) -> toMap(approvals.request(x, tenants.apply(x), a));
-                default -> throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
+                default -> {
+                    Handler other = more.get(def.name());
+                    if (other == null) throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
+                    yield other;
+                }
             };
             specs.add(SyncToolSpecification.builder().tool(tool(def)).callHandler((ex, req) -> call(def.name(), h, ex, req)).build());
         }
@@ -88,8 +92,9 @@ final class Tools {
         }
     }
 
+    /** One tool's handler: the call's arguments in, the structured result out; an engine refusal becomes a tool error. */
     @FunctionalInterface
-    interface Handler {
+    public interface Handler {
         Map<String, Object> handle(McpSyncServerExchange exchange, Args args, CallToolRequest request) throws EngineException;
     }
 

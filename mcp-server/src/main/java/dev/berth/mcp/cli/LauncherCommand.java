@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,7 +16,7 @@ import java.nio.file.attribute.PosixFilePermissions;
  * {@code berth stdio}. Into {@code --bin-dir}, else /usr/local/bin as root, else ~/.local/bin. {@code berth setup}
  * does this first. Written to a temporary file and renamed, so a running launcher is never half-written.
  */
-final class LauncherCommand {
+public final class LauncherCommand {
     private LauncherCommand() {}
 
     static int run(Options opts, PrintStream out) throws IOException {
@@ -58,7 +58,7 @@ final class LauncherCommand {
     }
 
     /** The jar this class was loaded from, or null when it runs from classes (tests, IDE). */
-    static Path runningJar() {
+    public static Path runningJar() {
         try {
             var src = LauncherCommand.class.getProtectionDomain().getCodeSource();
             if (src == null) return null;

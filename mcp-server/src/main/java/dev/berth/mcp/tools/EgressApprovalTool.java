@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.berth.engine.EgressApprovals;

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import dev.berth.engine.ImageUsage;
 import dev.berth.engine.image.ImageException;
@@ -31,10 +31,10 @@ final class ImageCommand {
         final List<String> positional = new ArrayList<>();
     }
 
-    static int run(List<String> argv, PrintStream out, PrintStream err) throws Options.UsageException {
+    static int run(List<String> argv, Backend backend, PrintStream out, PrintStream err) throws Options.UsageException {
         if (argv.isEmpty()) throw new Options.UsageException("image needs a subcommand: import, pull, build, list, default, rm or gc");
         String sub = argv.get(0);
-        if (sub.equals("build")) return ImageBuildCommand.run(argv.subList(1, argv.size()), out, err);
+        if (sub.equals("build")) return ImageBuildCommand.run(argv.subList(1, argv.size()), backend, out, err);
         Args a = parse(argv.subList(1, argv.size()));
         Path home = (a.home != null ? a.home : Options.defaultHome()).toAbsolutePath();
         ImageStore store = new ImageStore(home);

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
@@ -29,7 +29,7 @@ import tools.jackson.databind.json.JsonMapper;
  * every other component is always present (null when it has no value), as the schemas require. The methods return
  * mutable maps because a few tools add to a result (exposed ports, a deletion flag).
  */
-final class Results {
+public final class Results {
     private Results() {}
 
     private static final JsonMapper MAPPER = JsonMapper.builder()
@@ -121,20 +121,20 @@ final class Results {
 
     record Close(String workspace, String name, String lifecycle, boolean deleted, String note) {}
 
-    static Map<String, Object> workspace(WorkspaceInfo w) {
+    public static Map<String, Object> workspace(WorkspaceInfo w) {
         return map(Workspace.of(w));
     }
 
-    static Map<String, Object> image(dev.berth.engine.image.ImageInfo i) {
+    public static Map<String, Object> image(dev.berth.engine.image.ImageInfo i) {
         return map(new ImageOut(i.name(), i.digest(), i.bytes(), i.baseDiskBytes(), i.drivers(), i.origin(), i.importedAt()));
     }
 
-    static Map<String, Object> open(OpenResult r) {
+    public static Map<String, Object> open(OpenResult r) {
         return map(Open.of(r, r.note()));
     }
 
     /** open_workspace with count: the first workspace as the result, and every one of them under {@code forks}. */
-    static Map<String, Object> openMany(List<OpenResult> all) {
+    public static Map<String, Object> openMany(List<OpenResult> all) {
         OpenResult first = all.getFirst();
         String note = all.size() > 1
                 ? "forked " + all.size() + " workspaces from snapshot '" + first.workspace().fromSnapshot()
@@ -143,14 +143,14 @@ final class Results {
         return map(new OpenMany(Open.of(first, note), all.stream().map(r -> Open.of(r, r.note())).toList()));
     }
 
-    static Map<String, Object> run(RunResult r) {
+    public static Map<String, Object> run(RunResult r) {
         return map(new Run(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
                 r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), r.resumed(),
                 r.note(), r.agentConfigChanges(), r.egressDenied(), r.egressFiltered(), r.recovered(),
                 text(r.idleParkAt()), text(r.expiresAt()), r.secretsUsed(), r.runId(), r.receipt()));
     }
 
-    static Map<String, Object> process(ProcessStatus p) {
+    public static Map<String, Object> process(ProcessStatus p) {
         String note = p.note();
         if (p.stdoutDropped() + p.stderrDropped() > 0) {
             note = (note == null ? "" : note + "; ") + (p.stdoutDropped() + p.stderrDropped())
@@ -161,17 +161,17 @@ final class Results {
                 p.process(), p.pid(), p.running(), p.stdoutNext(), p.stderrNext()));
     }
 
-    static Map<String, Object> park(ParkResult r) {
+    public static Map<String, Object> park(ParkResult r) {
         return map(new Park(Workspace.of(r.workspace()), r.memoryKept(), r.alreadyParked(), r.stateBytes(),
                 r.durationMs(), r.note()));
     }
 
-    static Map<String, Object> snapshot(SnapshotInfo s) {
+    public static Map<String, Object> snapshot(SnapshotInfo s) {
         return map(new Snapshot(s.id(), s.name(), s.workspaceId(), s.isolation(), s.memoryKept(), s.stateBytes(),
                 text(s.createdAt()), s.dependents()));
     }
 
-    static Map<String, Object> close(CloseResult r) {
+    public static Map<String, Object> close(CloseResult r) {
         return map(new Close(r.workspace(), r.name(), r.lifecycle().wireName(), r.deleted(), r.note()));
     }
 }

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,7 +1,8 @@
-package dev.berth.mcp;
+package dev.berth.mcp.stdio;
 
-import dev.berth.engine.Engine;
+import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.server.McpSyncServer;
+import io.modelcontextprotocol.spec.McpServerTransportProvider;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -13,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 
 /**
  * The owner's side of "one home, many clients": a unix socket {@code home/berth.sock} (mode 0600, so only the
@@ -21,7 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * one set of workspaces and only the owner ever recovers or touches sandboxes. Sessions over the socket are the
  * local user's ({@code Tenant.LOCAL}), like stdio. Thread-safe.
  */
-final class HomeSocket implements AutoCloseable {
+public final class HomeSocket implements AutoCloseable {
     static final String FILE = "berth.sock";
     private static final System.Logger LOG = System.getLogger("berth.home");
 
@@ -34,8 +36,13 @@ final class HomeSocket implements AutoCloseable {
         this.path = path;
     }
 
-    /** Listens on {@code home/berth.sock} and serves every connection as an MCP session; null when it cannot (logged). */
-    static HomeSocket listen(Path home, Engine engine) {
+    /**
+     * Listens on {@code home/berth.sock} and serves every connection as an MCP session; null when it cannot (logged).
+     *
+     * @param newSession builds the MCP server of one attached session over its transport (the owner's engine, tenant
+     *                   {@code local}, transport "home-socket" in audit records)
+     */
+    public static HomeSocket listen(Path home, McpJsonMapper json, Function<McpServerTransportProvider, McpSyncServer> newSession) {
         Path p = home.toAbsolutePath().resolve(FILE);
         if (p.toString().length() > 107) {
             LOG.log(System.Logger.Level.WARNING, "no home socket: " + p + " is too long for a unix socket; a second client on"
@@ -48,7 +55,7 @@ final class HomeSocket implements AutoCloseable {
             ch.bind(UnixDomainSocketAddress.of(p));
             Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-------"));
             HomeSocket s = new HomeSocket(ch, p);
-            Thread.ofPlatform().daemon().name("berth-home-socket").start(() -> s.accept(engine));
+            Thread.ofPlatform().daemon().name("berth-home-socket").start(() -> s.accept(json, newSession));
             return s;
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "no home socket at " + p + ": " + e.getMessage());
@@ -60,7 +67,7 @@ final class HomeSocket implements AutoCloseable {
     int sessions() { return sessions.get(); }
 
     /** Waits until no session is attached through the socket. */
-    synchronized void awaitNoSessions() throws InterruptedException {
+    public synchronized void awaitNoSessions() throws InterruptedException {
         while (sessions.get() > 0) wait();
     }
 
@@ -69,7 +76,7 @@ final class HomeSocket implements AutoCloseable {
         notifyAll();
     }
 
-    private void accept(Engine engine) {
+    private void accept(McpJsonMapper json, Function<McpServerTransportProvider, McpSyncServer> newSession) {
         while (server.isOpen()) {
             SocketChannel c;
             try {
@@ -77,17 +84,17 @@ final class HomeSocket implements AutoCloseable {
             } catch (IOException e) {
                 return; // closed
             }
-            Thread.ofVirtual().name("berth-home-session").start(() -> serve(c, engine));
+            Thread.ofVirtual().name("berth-home-session").start(() -> serve(c, json, newSession));
         }
     }
 
-    private void serve(SocketChannel c, Engine engine) {
+    private void serve(SocketChannel c, McpJsonMapper json, Function<McpServerTransportProvider, McpSyncServer> newSession) {
         sessions.incrementAndGet();
         CountDownLatch eof = new CountDownLatch(1);
         McpSyncServer mcp = null;
         try (c) {
             // the same hardened line transport as stdio: a malformed line from an attached client is answered, not fatal
-            mcp = BerthServer.build(new StdioTransport(BerthServer.JSON, Channels.newInputStream(c), Channels.newOutputStream(c), eof::countDown), engine, "home-socket");
+            mcp = newSession.apply(new StdioTransport(json, Channels.newInputStream(c), Channels.newOutputStream(c), eof::countDown));
             eof.await();
         } catch (IOException | InterruptedException | RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "home session ended: " + e.getMessage());

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.tools;
 
 import dev.berth.engine.EngineException;
 import dev.berth.engine.EngineException.Kind;
@@ -10,25 +10,25 @@ import java.util.Map;
  * received. The SDK validates arguments against the input schema first; this is the second line for calls that get
  * past it (and for engine-level rules the schema cannot express).
  */
-final class Args {
+public final class Args {
     private final Map<String, Object> raw;
 
-    Args(Map<String, Object> raw) { this.raw = raw == null ? Map.of() : raw; }
+    public Args(Map<String, Object> raw) { this.raw = raw == null ? Map.of() : raw; }
 
-    String string(String name) throws EngineException {
+    public String string(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;
         if (v instanceof String s) return s;
         throw wrongType(name, "a string", v);
     }
 
-    String requiredString(String name) throws EngineException {
+    public String requiredString(String name) throws EngineException {
         String s = string(name);
         if (s == null) throw new EngineException(Kind.INVALID_ARGUMENT, "argument '" + name + "' is required");
         return s;
     }
 
-    Integer integer(String name) throws EngineException {
+    public Integer integer(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;
         if (v instanceof Number n && n.doubleValue() == Math.rint(n.doubleValue()) && Math.abs(n.doubleValue()) < Integer.MAX_VALUE) {
@@ -38,7 +38,7 @@ final class Args {
     }
 
     /** A whole number up to 2^53 (what a JSON number holds exactly), or null when absent. */
-    Long wholeNumber(String name) throws EngineException {
+    public Long wholeNumber(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;
         if (v instanceof Number n && n.doubleValue() == Math.rint(n.doubleValue()) && Math.abs(n.doubleValue()) < (double) (1L << 53)) {
@@ -47,14 +47,14 @@ final class Args {
         throw wrongType(name, "an integer", v);
     }
 
-    boolean bool(String name, boolean dflt) throws EngineException {
+    public boolean bool(String name, boolean dflt) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return dflt;
         if (v instanceof Boolean b) return b;
         throw wrongType(name, "true or false", v);
     }
 
-    Map<String, String> stringMap(String name) throws EngineException {
+    public Map<String, String> stringMap(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return Map.of();
         if (!(v instanceof Map<?, ?> m)) throw wrongType(name, "an object of strings", v);
@@ -66,7 +66,7 @@ final class Args {
         return out;
     }
 
-    java.util.List<String> stringList(String name) throws EngineException {
+    public java.util.List<String> stringList(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;
         if (!(v instanceof java.util.List<?> l)) throw wrongType(name, "an array of strings", v);
@@ -78,7 +78,7 @@ final class Args {
         return out;
     }
 
-    Map<String, Object> object(String name) throws EngineException {
+    public Map<String, Object> object(String name) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return null;
         if (v instanceof Map<?, ?> m) {

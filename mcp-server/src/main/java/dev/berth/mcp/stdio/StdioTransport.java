@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.stdio;
 
 import dev.berth.mcp.jsonrpc.ErrorReplies;
 import dev.berth.mcp.jsonrpc.LineReader;
@@ -36,7 +36,7 @@ import tools.jackson.databind.json.JsonMapper;
  * until {@code initialize} has been seen (the SDK would park them forever), except {@code ping}, which is answered
  * here. A request id still in flight may not be reused. At end of input {@code onEof} runs once.
  */
-final class StdioTransport implements McpServerTransportProvider {
+public final class StdioTransport implements McpServerTransportProvider {
     private static final System.Logger LOG = System.getLogger("berth.stdio");
     private static final JsonMapper TREE = JsonMapper.builder().build();
 
@@ -50,7 +50,7 @@ final class StdioTransport implements McpServerTransportProvider {
     private volatile boolean initializeSeen;
     private volatile McpServerSession session;
 
-    StdioTransport(McpJsonMapper json, InputStream in, OutputStream out, Runnable onEof) {
+    public StdioTransport(McpJsonMapper json, InputStream in, OutputStream out, Runnable onEof) {
         this.json = json;
         this.in = in;
         this.out = out;

@@ -2,9 +2,13 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
+import dev.berth.mcp.cli.Options;
 import dev.berth.mcp.http.BearerAuthenticator;
 import dev.berth.mcp.http.CallContext;
 import dev.berth.mcp.http.HttpServer;
+import dev.berth.mcp.http.JsonLogFormatter;
+import dev.berth.mcp.stdio.HomeSocket;
+import dev.berth.mcp.tools.Cancellations;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.HttpServletSseServerTransportProvider;
@@ -13,13 +17,13 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * {@code berth http}: MCP over Streamable HTTP and the legacy HTTP+SSE transport for many tenants, each
+ * {@code berth http}'s wiring: MCP over Streamable HTTP and the legacy HTTP+SSE transport for many tenants, each
  * authenticated by a bearer token and confined to its own workspaces. Runs until SIGTERM/SIGINT, then closes the
  * transports and the engine (ephemeral workspaces deleted, persistent ones parked). Its own log lines on stderr are
  * JSON ({@code BERTH_LOG_FORMAT=text} for plain); {@code /metrics} serves the engine's and the JVM's meters.
  */
-final class HttpCommand {
-    private HttpCommand() {}
+final class ServeHttp {
+    private ServeHttp() {}
 
     static int run(Options opts) throws Exception {
         if (opts.config() == null) {
@@ -30,8 +34,8 @@ final class HttpCommand {
         BearerAuthenticator auth;
         try {
             config = OperatorConfig.load(opts.config(), opts.bind(), opts.port());
-            auth = new BearerAuthenticator(config);
-        } catch (OperatorConfig.ConfigException e) {
+            auth = authenticator(config);
+        } catch (OperatorConfig.ConfigException | BearerAuthenticator.KeysException e) {
             System.err.println("berth: " + e.getMessage());
             return 2;
         }
@@ -65,9 +69,9 @@ final class HttpCommand {
         // BERTH_PREVIEW_PORT asks for a listener of their own
         String separatePort = System.getProperty("berth.preview.port", System.getenv("BERTH_PREVIEW_PORT"));
         boolean front = separatePort == null;
-        HttpServer http = new HttpServer(config, auth, cancellations, streamable, sse, meters, front);
+        HttpServer http = new HttpServer(settings(config), auth, cancellations, streamable, sse, meters, front);
         // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
-        HomeSocket home = HomeSocket.listen(engine.home(), engine);
+        HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket"));
         dev.berth.mcp.preview.PreviewServer[] previewsRef = new dev.berth.mcp.preview.PreviewServer[1];
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -150,6 +154,22 @@ final class HttpCommand {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting the preview listener", e);
         }
+    }
+
+    /** The authenticator of the config's tokens, JWT issuer and tenants. */
+    static BearerAuthenticator authenticator(OperatorConfig config) throws BearerAuthenticator.KeysException {
+        var tokens = config.auth().tokens().stream().map(t -> new BearerAuthenticator.TokenHash(t.tenant(), t.sha256())).toList();
+        OperatorConfig.Jwt j = config.auth().jwt();
+        var jwt = j == null ? null : new BearerAuthenticator.Jwt(j.issuer(), j.audience(), j.jwksFile(), j.tenantClaim());
+        return new BearerAuthenticator(tokens, jwt, id -> config.tenants().containsKey(id) ? config.tenant(id) : null);
+    }
+
+    /** What the HTTP listener needs of the config. */
+    static HttpServer.Settings settings(OperatorConfig config) {
+        OperatorConfig.Http h = config.http();
+        return new HttpServer.Settings(h.bind(), h.port(), h.publicUrl(), h.allowedOrigins(), h.allowedHosts(),
+                config.auth().jwt() == null ? null : config.auth().jwt().issuer(),
+                config.metrics() == null ? null : config.metrics().tokenSha256());
     }
 
     private static boolean loopback(String bind) {

@@ -1,4 +1,4 @@
-package dev.berth.mcp;
+package dev.berth.mcp.http;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -15,7 +15,7 @@ import tools.jackson.databind.json.JsonMapper;
  * is the operator's log of the server (start, stop, warnings, failures); what agents did is in the audit logs.
  * Thread-safe.
  */
-final class JsonLogFormatter extends Formatter {
+public final class JsonLogFormatter extends Formatter {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Override
@@ -38,7 +38,7 @@ final class JsonLogFormatter extends Formatter {
      * Replaces the root logger's handlers with one JSON handler on stderr. Not a {@code ConsoleHandler}: Tomcat's
      * logging bridge re-formats every console handler it finds when it starts.
      */
-    static void install() {
+    public static void install() {
         var root = java.util.logging.LogManager.getLogManager().getLogger("");
         for (var h : root.getHandlers()) root.removeHandler(h);
         var json = new java.util.logging.StreamHandler(System.err, new JsonLogFormatter()) {
