@@ -18,59 +18,120 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code berth audit verify [--tenant T]}, {@code berth audit receipt FILE [--public-key PEM]},
  * {@code berth audit export --tenant T [--since WHEN] [--type TYPE] [--out FILE]}. Reads the home's audit logs and
  * never writes them. Exit status: 0 intact / valid, 1 broken / invalid, 2 usage.
  */
-final class AuditCommand {
-    private AuditCommand() {}
+@Command(name = "audit", mixinStandardHelpOptions = true, description = "Check and export the home's audit logs (never writes them).",
+        subcommands = {AuditCommand.Verify.class, AuditCommand.Receipt.class, AuditCommand.Export.class})
+final class AuditCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
 
+    @Override
+    public Integer call() {
+        throw Cli.usage(spec, "audit needs a subcommand: verify, receipt or export");
+    }
+
+    /** What a subcommand was given; unset fields are null. */
     static final class Args {
+        @Option(names = "--home", paramLabel = "DIR", description = "the Berth home (default: $BERTH_HOME, /var/lib/berth as root,"
+                + " else ~/.local/share/berth)")
         Path home;
+        @Option(names = "--public-key", paramLabel = "FILE", description = "the server's public key (PEM); default: the home's")
+        Path publicKey;
         String tenant;
         String since;
         String type;
         Path out;
-        Path publicKey;
         final List<String> positional = new ArrayList<>();
+
+        Path auditDir() { return (home != null ? home : Options.defaultHome()).toAbsolutePath().resolve("audit"); }
     }
 
-    static int run(List<String> argv, PrintStream out, PrintStream err) throws Options.UsageException {
-        if (argv.isEmpty()) throw new Options.UsageException("audit needs a subcommand: verify, receipt or export");
-        String sub = argv.get(0);
-        Args a = parse(argv.subList(1, argv.size()));
-        Path auditDir = (a.home != null ? a.home : Options.defaultHome()).toAbsolutePath().resolve("audit");
-        Path keyDir = auditDir.resolveSibling("keys");
-        return switch (sub) {
-            case "verify" -> verify(a, auditDir, keyDir, out);
-            case "receipt" -> receipt(a, auditDir, keyDir, out);
-            case "export" -> export(a, auditDir, keyDir, out, err);
-            default -> throw new Options.UsageException("unknown audit subcommand '" + sub + "'; use verify, receipt or export");
-        };
+    @Command(name = "verify", mixinStandardHelpOptions = true,
+            description = "Check the audit chains; name the first broken record. Exit 0 intact, 1 broken.")
+    static final class Verify implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        Args a;
+
+        @Option(names = "--tenant", paramLabel = "T", description = "only this tenant's log (default: every log)")
+        String tenant;
+
+        @Override
+        public Integer call() {
+            a.tenant = tenant;
+            Path dir = a.auditDir();
+            return verify(a, dir, dir.resolveSibling("keys"), Cli.of(spec).out);
+        }
     }
 
-    private static Args parse(List<String> argv) throws Options.UsageException {
-        Args a = new Args();
-        for (int i = 0; i < argv.size(); i++) {
-            String s = argv.get(i);
-            switch (s) {
-                case "--home" -> a.home = Path.of(Options.value(argv, ++i, s));
-                case "--tenant" -> a.tenant = Options.value(argv, ++i, s);
-                case "--since" -> a.since = Options.value(argv, ++i, s);
-                case "--type" -> a.type = Options.value(argv, ++i, s);
-                case "--out" -> a.out = Path.of(Options.value(argv, ++i, s));
-                case "--public-key" -> a.publicKey = Path.of(Options.value(argv, ++i, s));
-                default -> {
-                    if (s.startsWith("--")) throw new Options.UsageException("unknown audit option '" + s + "'");
-                    a.positional.add(s);
-                }
+    @Command(name = "receipt", mixinStandardHelpOptions = true,
+            description = "Check a run receipt's signature, and its chain position when the home's audit log is at hand.")
+    static final class Receipt implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        Args a;
+
+        @Parameters(paramLabel = "FILE", arity = "0..*", description = "a receipt, or a run result holding one")
+        List<String> files = new ArrayList<>();
+
+        @Override
+        public Integer call() {
+            a.positional.addAll(files);
+            Path dir = a.auditDir();
+            try {
+                return receipt(a, dir, dir.resolveSibling("keys"), Cli.of(spec).out);
+            } catch (UsageException e) {
+                throw Cli.usage(spec, e.getMessage());
             }
         }
-        return a;
     }
 
+    @Command(name = "export", mixinStandardHelpOptions = true,
+            description = "Verified records of one tenant as JSON Lines (for a SIEM). Exit 0 intact, 1 broken.")
+    static final class Export implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        Args a;
+
+        @Option(names = "--tenant", paramLabel = "T", description = "the tenant whose log to export (required)")
+        String tenant;
+        @Option(names = "--since", paramLabel = "WHEN", description = "only records since: an instant"
+                + " (2026-11-30T12:00:00Z), a date (2026-11-30, UTC) or an age (90m, 24h, 7d)")
+        String since;
+        @Option(names = "--type", paramLabel = "TYPE", description = "only records of this type")
+        String type;
+        @Option(names = "--out", paramLabel = "FILE", description = "write here instead of stdout")
+        Path out;
+
+        @Override
+        public Integer call() {
+            a.tenant = tenant;
+            a.since = since;
+            a.type = type;
+            a.out = out;
+            Path dir = a.auditDir();
+            try {
+                return export(a, dir, dir.resolveSibling("keys"), Cli.of(spec).out, Cli.of(spec).err);
+            } catch (UsageException e) {
+                throw Cli.usage(spec, e.getMessage());
+            }
+        }
+    }
 
     /** The key to check with: the given public key file, else the home's own key (verification only). */
     private static ServerKey key(Args a, Path keyDir) throws IOException {
@@ -118,8 +179,8 @@ final class AuditCommand {
     }
 
     @SuppressWarnings("unchecked")
-    private static int receipt(Args a, Path auditDir, Path keyDir, PrintStream out) throws Options.UsageException {
-        if (a.positional.size() != 1) throw new Options.UsageException("audit receipt needs one FILE (a receipt, or a run result holding one)");
+    private static int receipt(Args a, Path auditDir, Path keyDir, PrintStream out) throws UsageException {
+        if (a.positional.size() != 1) throw new UsageException("audit receipt needs one FILE (a receipt, or a run result holding one)");
         Path file = Path.of(a.positional.get(0));
         Map<String, Object> receipt;
         ServerKey key;
@@ -143,8 +204,8 @@ final class AuditCommand {
         return chain.ok() ? 0 : 1;
     }
 
-    private static int export(Args a, Path auditDir, Path keyDir, PrintStream out, PrintStream err) throws Options.UsageException {
-        if (a.tenant == null) throw new Options.UsageException("audit export needs --tenant T (one tenant's log per export)");
+    private static int export(Args a, Path auditDir, Path keyDir, PrintStream out, PrintStream err) throws UsageException {
+        if (a.tenant == null) throw new UsageException("audit export needs --tenant T (one tenant's log per export)");
         Instant since = a.since == null ? Instant.EPOCH : since(a.since);
         ServerKey key;
         try {
@@ -182,7 +243,7 @@ final class AuditCommand {
     }
 
     /** An instant (2026-11-30T12:00:00Z), a date (2026-11-30, UTC), or an age (90m, 24h, 7d). */
-    static Instant since(String s) throws Options.UsageException {
+    static Instant since(String s) throws UsageException {
         try {
             if (s.matches("\\d+[smhd]")) {
                 long v = Long.parseLong(s.substring(0, s.length() - 1));
@@ -197,7 +258,7 @@ final class AuditCommand {
             if (s.length() == 10) return LocalDate.parse(s).atStartOfDay(ZoneOffset.UTC).toInstant();
             return Instant.parse(s);
         } catch (DateTimeParseException | ArithmeticException e) {
-            throw new Options.UsageException("--since must be an instant (2026-11-30T12:00:00Z), a date (2026-11-30) or an age"
+            throw new UsageException("--since must be an instant (2026-11-30T12:00:00Z), a date (2026-11-30) or an age"
                     + " (90m, 24h, 7d), got '" + s + "'");
         }
     }

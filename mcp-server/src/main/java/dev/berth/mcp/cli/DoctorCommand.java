@@ -6,13 +6,30 @@ import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
 import java.io.PrintStream;
 import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code berth doctor}: one line per isolation driver, available or not and why, and the public key that signs receipts
  * (created on first use). Exit 0 if any driver can run.
  */
-final class DoctorCommand {
-    private DoctorCommand() {}
+@Command(name = "doctor", mixinStandardHelpOptions = true,
+        description = "Say which isolation drivers this machine supports, and why not the others; print the public key that"
+                + " signs receipts and audit heads. Exit 0 if any driver can run.")
+final class DoctorCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+    @Mixin
+    CommonOptions common;
+
+    @Override
+    public Integer call() {
+        Options opts = common.options(spec, null, null, null, null);
+        return run(opts, Cli.of(spec).backend.drivers(opts), Cli.of(spec).out);
+    }
 
     /** The I/O limits doctor asks each level about: whether they would hold, per direction. */
     static final dev.berth.engine.spi.IoLimits DOCTOR_IO = new dev.berth.engine.spi.IoLimits(10L << 20, 10L << 20, 1000, 1000);

@@ -9,6 +9,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code berth launcher}: installs the {@code berth} command, a small shell script that runs this jar on a Java 25+
@@ -16,8 +22,22 @@ import java.nio.file.attribute.PosixFilePermissions;
  * {@code berth stdio}. Into {@code --bin-dir}, else /usr/local/bin as root, else ~/.local/bin. {@code berth setup}
  * does this first. Written to a temporary file and renamed, so a running launcher is never half-written.
  */
-public final class LauncherCommand {
-    private LauncherCommand() {}
+@Command(name = "launcher", mixinStandardHelpOptions = true,
+        description = "Install only the berth launcher (a script that runs this jar on Java 25+).")
+public final class LauncherCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+    @Mixin
+    CommonOptions common;
+
+    @Option(names = "--bin-dir", paramLabel = "DIR", description = "where to install the berth launcher (default"
+            + " /usr/local/bin as root, else ~/.local/bin)")
+    Path binDir;
+
+    @Override
+    public Integer call() throws Exception {
+        return run(common.options(spec, null, null, null, binDir), Cli.of(spec).out);
+    }
 
     static int run(Options opts, PrintStream out) throws IOException {
         Path jar = runningJar();

@@ -11,7 +11,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code berth setup}: installs the {@code berth} launcher ({@link LauncherCommand}), the Debian packages the drivers need (when root and missing) and prepares the Berth
@@ -20,7 +26,10 @@ import java.util.concurrent.TimeUnit;
  * root when a workspace names no image (instead of the host's {@code /usr}).
  * Idempotent: a second run only checks.
  */
-public final class SetupCommand {
+@Command(name = "setup", mixinStandardHelpOptions = true,
+        description = "Install the berth launcher and prepare what the isolation drivers need (packages as root, the guest"
+                + " agent, the microVM images; idempotent), then run doctor.")
+public final class SetupCommand implements Callable<Integer> {
     /** Debian packages and a file each one provides (to check without asking dpkg). */
     private static final List<List<String>> PACKAGES = List.of(
             List.of("bubblewrap", "/usr/bin/bwrap"),
@@ -36,7 +45,19 @@ public final class SetupCommand {
     public static final java.util.Map<String, Object> DEVELOPER_DEFAULTS = java.util.Map.of("Env",
             List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 
-    private SetupCommand() {}
+    @Spec
+    CommandSpec spec;
+    @Mixin
+    CommonOptions common;
+
+    @Option(names = "--bin-dir", paramLabel = "DIR", description = "where to install the berth launcher (default"
+            + " /usr/local/bin as root, else ~/.local/bin)")
+    Path binDir;
+
+    @Override
+    public Integer call() throws Exception {
+        return run(common.options(spec, null, null, null, binDir), Cli.of(spec).backend, Cli.of(spec).out);
+    }
 
     static int run(Options opts, Backend backend, PrintStream out) throws IOException, InterruptedException {
         if (LauncherCommand.runningJar() != null && LauncherCommand.run(opts, out) != 0) return 1;

@@ -38,9 +38,10 @@ class AuditCommandTest {
     private Out audit(String... args) throws Exception {
         var o = new ByteArrayOutputStream();
         var e = new ByteArrayOutputStream();
-        List<String> argv = new ArrayList<>(List.of(args));
+        List<String> argv = new ArrayList<>(List.of("audit"));
+        argv.addAll(List.of(args));
         argv.addAll(List.of("--home", home.toString()));
-        int code = AuditCommand.run(argv, new PrintStream(o, true, StandardCharsets.UTF_8), new PrintStream(e, true, StandardCharsets.UTF_8));
+        int code = Cli.run(argv.toArray(String[]::new), null, new PrintStream(o, true, StandardCharsets.UTF_8), new PrintStream(e, true, StandardCharsets.UTF_8));
         return new Out(code, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
     }
 
@@ -95,7 +96,7 @@ class AuditCommandTest {
 
     @Test
     void badSince_namesTheValue() {
-        var e = org.junit.jupiter.api.Assertions.assertThrows(Options.UsageException.class, () -> AuditCommand.since("yesterday"));
+        var e = org.junit.jupiter.api.Assertions.assertThrows(UsageException.class, () -> AuditCommand.since("yesterday"));
         assertTrue(e.getMessage().contains("got 'yesterday'"));
     }
 }
