@@ -2,6 +2,10 @@ package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
 import dev.berth.engine.Tenant;
+import dev.berth.mcp.cli.LauncherCommand;
+import dev.berth.mcp.tools.CancellableSessions;
+import dev.berth.mcp.tools.Cancellations;
+import dev.berth.mcp.tools.Tools;
 import dev.berth.schemas.ToolCatalog;
 import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
@@ -14,6 +18,7 @@ import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
 import io.modelcontextprotocol.server.McpSyncServerExchange;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -74,7 +79,12 @@ final class BerthServer {
      */
     static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
                                Cancellations cancellations, String transport) {
-        Tools tools = new Tools(engine, JSON, tenants, transport);
+        FileTools files = new FileTools(engine);
+        Map<String, Tools.Handler> fileTools = Map.of(
+                "read_file", (x, a, r) -> files.read(tenants.apply(x), a),
+                "write_file", (x, a, r) -> files.write(tenants.apply(x), a),
+                "list_files", (x, a, r) -> files.list(tenants.apply(x), a));
+        Tools tools = new Tools(engine, JSON, tenants, transport, fileTools);
         List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
                 .map(s -> SyncToolSpecification.builder().tool(s.tool())
                         .callHandler((ex, req) -> cancellations.run(Cancellations.callKey(ex), () -> s.callHandler().apply(ex, req)))

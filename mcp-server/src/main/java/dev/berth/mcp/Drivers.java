@@ -6,6 +6,7 @@ import dev.berth.engine.TemplateSettings;
 import dev.berth.engine.EgressSettings;
 import dev.berth.engine.EngineException;
 import dev.berth.engine.audit.AuditTrail;
+import dev.berth.mcp.cli.Options;
 import dev.berth.proxy.ConfigException;
 import dev.berth.proxy.ConfigLoader;
 import dev.berth.proxy.EgressProxy;

@@ -6,6 +6,7 @@ import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.FileContent;
 import dev.berth.engine.FileListing;
 import dev.berth.engine.Tenant;
+import dev.berth.mcp.tools.Args;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;

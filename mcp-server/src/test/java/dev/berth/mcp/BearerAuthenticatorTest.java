@@ -34,7 +34,7 @@ class BearerAuthenticatorTest {
                           "jwt": {"issuer": "%s", "jwks_file": "jwks.json"}},
                  "tenants": {"alice": {"quota": {"workspaces": 3}}, "bob": {}, "carol": {}}}
                 """.formatted(sha256("alice-token"), sha256("bob-token"), ISS));
-        auth = new BearerAuthenticator(OperatorConfig.load(dir.resolve("c.json")));
+        auth = ServeHttp.authenticator(OperatorConfig.load(dir.resolve("c.json")));
     }
 
     String tenant(String header) {

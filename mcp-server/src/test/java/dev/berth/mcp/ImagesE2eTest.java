@@ -154,7 +154,7 @@ class ImagesE2eTest {
             Process mkfs = new ProcessBuilder("mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-d", tree.toString(), ext4.toString(), "64M")
                     .redirectErrorStream(true).start();
             assertEquals(0, mkfs.waitFor(), new String(mkfs.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-            var developer = store.importBaseDisk(ext4, dev.berth.engine.image.ImageStore.DEVELOPER, SetupCommand.DEVELOPER_DEFAULTS,
+            var developer = store.importBaseDisk(ext4, dev.berth.engine.image.ImageStore.DEVELOPER, dev.berth.mcp.cli.SetupCommand.DEVELOPER_DEFAULTS,
                     "microvm-developer-image:test", dev.berth.engine.image.ImportLimits.DEFAULT, l -> { });
             Cli after = berth(home, "doctor");
             assertTrue(after.out().contains("namespace  built-in image developer " + developer.digest() + " (the developer image in the store)"),

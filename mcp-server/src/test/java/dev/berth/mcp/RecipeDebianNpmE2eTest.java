@@ -212,7 +212,7 @@ class RecipeDebianNpmE2eTest {
         // developer image: a workspace that names no image then runs on it
         long t3 = System.nanoTime();
         var developer = engine.images().importBaseDisk(engine.images().rootImage("debian-tools", built.digest()).baseDisk(),
-                dev.berth.engine.image.ImageStore.DEVELOPER, SetupCommand.DEVELOPER_DEFAULTS, "test:debian-tools-ext4",
+                dev.berth.engine.image.ImageStore.DEVELOPER, dev.berth.mcp.cli.SetupCommand.DEVELOPER_DEFAULTS, "test:debian-tools-ext4",
                 ImportLimits.DEFAULT, l -> { });
         long developerImportMillis = (System.nanoTime() - t3) / 1_000_000;
         var onDefault = engine.open(Tenant.LOCAL, new OpenRequest(null, "ephemeral", null, "namespace", SMALL, null, null, null)).workspace();

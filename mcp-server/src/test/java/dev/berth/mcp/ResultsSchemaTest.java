@@ -16,6 +16,7 @@ import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.spi.DriverCapabilities;
 import dev.berth.engine.spi.Limit;
 import dev.berth.engine.spi.Resources;
+import dev.berth.mcp.tools.Results;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;

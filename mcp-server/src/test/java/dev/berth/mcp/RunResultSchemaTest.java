@@ -3,6 +3,7 @@ package dev.berth.mcp;
 import dev.berth.engine.EgressDenial;
 import dev.berth.engine.EgressFiltered;
 import dev.berth.engine.RunResult;
+import dev.berth.mcp.tools.Results;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

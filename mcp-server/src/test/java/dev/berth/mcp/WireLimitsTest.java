@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.mcp.jsonrpc.WireLimits;
+import dev.berth.mcp.tools.Mirror;
 import dev.berth.schemas.ToolCatalog;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

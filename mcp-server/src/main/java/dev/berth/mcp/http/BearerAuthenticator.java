@@ -1,20 +1,44 @@
 package dev.berth.mcp.http;
 
-import dev.berth.mcp.OperatorConfig;
+import dev.berth.engine.Tenant;
+import java.util.List;
+import java.util.function.Function;
 
 /**
  * Turns an {@code Authorization} header into a tenant: JWTs go to the issuer's keys when JWT auth is configured,
  * anything else is looked up among the operator's static tokens. Denials carry the reason, never the token.
+ * Immutable after construction; thread-safe.
  */
 public final class BearerAuthenticator {
-    private final OperatorConfig config;
+    /** A static bearer token of a tenant, as the hex SHA-256 of the token (the operator's file holds no secret). */
+    public record TokenHash(String tenant, String sha256) {}
+
+    /**
+     * JWT access tokens from the operator's authorization server.
+     *
+     * @param audience    expected {@code aud} (this server's resource URL by default, set by the config)
+     * @param jwksFile    the issuer's public keys (a JWKS document)
+     * @param tenantClaim the claim naming the tenant
+     */
+    public record Jwt(String issuer, String audience, String jwksFile, String tenantClaim) {}
+
+    /** The JWKS file of the JWT settings cannot be used; the message names the file and why, as the config key says. */
+    public static final class KeysException extends Exception {
+        KeysException(String message) { super(message); }
+    }
+
+    private final Function<String, Tenant> tenants;
     private final StaticTokens tokens;
     private final JwtTokens jwt;
 
-    public BearerAuthenticator(OperatorConfig config) throws OperatorConfig.ConfigException {
-        this.config = config;
-        this.tokens = new StaticTokens(config.auth().tokens());
-        this.jwt = config.auth().jwt() == null ? null : new JwtTokens(config.auth().jwt());
+    /**
+     * @param jwt     null without JWT authentication
+     * @param tenants the tenant of each configured tenant id, null for an id that is not a tenant of this server
+     */
+    public BearerAuthenticator(List<TokenHash> tokens, Jwt jwt, Function<String, Tenant> tenants) throws KeysException {
+        this.tenants = tenants;
+        this.tokens = new StaticTokens(tokens);
+        this.jwt = jwt == null ? null : new JwtTokens(jwt);
     }
 
     public AuthResult authenticate(String authorizationHeader) {
@@ -41,9 +65,10 @@ public final class BearerAuthenticator {
             if (tenant == null) return new AuthResult.Denied(401, "invalid_token", "the bearer token is not valid for this server");
             via = "token";
         }
-        if (!config.tenants().containsKey(tenant)) {
+        Tenant granted = tenants.apply(tenant);
+        if (granted == null) {
             return new AuthResult.Denied(403, "insufficient_scope", "tenant '" + tenant + "' named by the token is not a tenant of this server");
         }
-        return new AuthResult.Granted(config.tenant(tenant), via);
+        return new AuthResult.Granted(granted, via);
     }
 }

@@ -14,7 +14,7 @@ import java.util.Map;
  */
 public final class CallContext {
     static final String TENANT = "berth.tenant";
-    static final String CALL_KEY = dev.berth.mcp.Cancellations.CONTEXT_KEY;
+    static final String CALL_KEY = dev.berth.mcp.tools.Cancellations.CONTEXT_KEY;
 
     private CallContext() {}
 

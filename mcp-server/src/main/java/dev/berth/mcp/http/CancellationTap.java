@@ -1,7 +1,7 @@
 package dev.berth.mcp.http;
 
 import dev.berth.engine.Tenant;
-import dev.berth.mcp.Cancellations;
+import dev.berth.mcp.tools.Cancellations;
 import dev.berth.mcp.jsonrpc.MessageCheck;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;

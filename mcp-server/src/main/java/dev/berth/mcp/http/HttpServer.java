@@ -1,12 +1,12 @@
 package dev.berth.mcp.http;
 
-import dev.berth.mcp.Cancellations;
-import dev.berth.mcp.OperatorConfig;
+import dev.berth.mcp.tools.Cancellations;
 import jakarta.servlet.Filter;
 import jakarta.servlet.http.HttpServlet;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.apache.catalina.Context;
 import org.apache.catalina.LifecycleException;
 import org.apache.catalina.Wrapper;
@@ -37,6 +37,18 @@ public final class HttpServer implements AutoCloseable {
     /** Benchmark-only: serve without {@link JsonRpcGuard}, to measure what it costs ({@code TransportBench}). */
     static final String UNHARDENED_PROPERTY = "berth.bench.unhardenedTransport";
 
+    /**
+     * What the listener needs of the operator's config.
+     *
+     * @param publicUrl          how clients reach this server; the OAuth resource identifier
+     * @param allowedOrigins     Origin values accepted (DNS-rebinding protection)
+     * @param allowedHosts       Host header values accepted
+     * @param jwtIssuer          the JWT issuer named in the resource metadata, or null
+     * @param metricsTokenSha256 the operator's scrape token (hex SHA-256); null: no {@value #METRICS}
+     */
+    public record Settings(String bind, int port, String publicUrl, List<String> allowedOrigins, List<String> allowedHosts,
+                           String jwtIssuer, String metricsTokenSha256) {}
+
     private final Tomcat tomcat = new Tomcat();
     private final Path baseDir;
 
@@ -45,7 +57,7 @@ public final class HttpServer implements AutoCloseable {
      * @param sse        the SDK's legacy SSE servlet (serves both {@value #SSE} and {@value #MESSAGE})
      * @param meters     what {@value #METRICS} exposes when the config has a metrics section
      */
-    public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
+    public HttpServer(Settings config, BearerAuthenticator auth, Cancellations cancellations,
                       HttpServlet streamable, HttpServlet sse,
                       io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters) throws IOException {
         this(config, auth, cancellations, streamable, sse, meters, false);
@@ -56,14 +68,14 @@ public final class HttpServer implements AutoCloseable {
      *                    port and relays every request that is not a preview here (with X-Forwarded-For, which is
      *                    then trusted from loopback only, for the client address in logs)
      */
-    public HttpServer(OperatorConfig config, BearerAuthenticator auth, Cancellations cancellations,
+    public HttpServer(Settings config, BearerAuthenticator auth, Cancellations cancellations,
                       HttpServlet streamable, HttpServlet sse,
                       io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters, boolean behindFront) throws IOException {
         baseDir = Files.createTempDirectory("berth-http-");
         tomcat.setBaseDir(baseDir.toString());
         Connector connector = new Connector();
-        connector.setPort(behindFront ? 0 : config.http().port());
-        connector.setProperty("address", behindFront ? "127.0.0.1" : config.http().bind());
+        connector.setPort(behindFront ? 0 : config.port());
+        connector.setProperty("address", behindFront ? "127.0.0.1" : config.bind());
         connector.setXpoweredBy(false);
         connector.setThrowOnFailure(true); // a port in use must fail start(), not leave a server that never listens
         tomcat.setConnector(connector);
@@ -80,12 +92,12 @@ public final class HttpServer implements AutoCloseable {
         Context ctx = tomcat.addContext("", null);
         servlet(ctx, "mcp", streamable, MCP);
         servlet(ctx, "sse", sse, SSE, MESSAGE);
-        String resource = config.http().publicUrl();
-        String issuer = config.auth().jwt() == null ? null : config.auth().jwt().issuer();
-        if (config.metrics() != null) servlet(ctx, "metrics", new MetricsServlet(meters, config.metrics().tokenSha256()), METRICS);
+        String resource = config.publicUrl();
+        String issuer = config.jwtIssuer();
+        if (config.metricsTokenSha256() != null) servlet(ctx, "metrics", new MetricsServlet(meters, config.metricsTokenSha256()), METRICS);
         servlet(ctx, "resource-metadata", new ResourceMetadataServlet(resource, issuer), RESOURCE_METADATA, RESOURCE_METADATA + MCP);
 
-        filter(ctx, "host-origin", new HostOriginFilter(config.http().allowedOrigins(), config.http().allowedHosts()), "/*");
+        filter(ctx, "host-origin", new HostOriginFilter(config.allowedOrigins(), config.allowedHosts()), "/*");
         filter(ctx, "bearer-auth", new BearerAuthFilter(auth, resource + RESOURCE_METADATA), MCP, SSE, MESSAGE);
         filter(ctx, "session-owners", new SessionOwners(), MCP, SSE, MESSAGE);
         if (Boolean.getBoolean(UNHARDENED_PROPERTY)) {

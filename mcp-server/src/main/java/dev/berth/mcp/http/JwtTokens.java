@@ -11,7 +11,6 @@ import com.nimbusds.jose.proc.SecurityContext;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.proc.DefaultJWTClaimsVerifier;
 import com.nimbusds.jwt.proc.DefaultJWTProcessor;
-import dev.berth.mcp.OperatorConfig;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.text.ParseException;
@@ -28,14 +27,14 @@ final class JwtTokens {
     private final DefaultJWTProcessor<SecurityContext> processor = new DefaultJWTProcessor<>();
     private final String tenantClaim;
 
-    JwtTokens(OperatorConfig.Jwt cfg) throws OperatorConfig.ConfigException {
+    JwtTokens(BearerAuthenticator.Jwt cfg) throws BearerAuthenticator.KeysException {
         JWKSet keys;
         try {
             keys = JWKSet.load(Path.of(cfg.jwksFile()).toFile());
         } catch (IOException | ParseException e) {
-            throw new OperatorConfig.ConfigException("auth.jwt.jwks_file " + cfg.jwksFile() + " is not a JWKS document: " + e.getMessage());
+            throw new BearerAuthenticator.KeysException("auth.jwt.jwks_file " + cfg.jwksFile() + " is not a JWKS document: " + e.getMessage());
         }
-        if (keys.getKeys().isEmpty()) throw new OperatorConfig.ConfigException("auth.jwt.jwks_file " + cfg.jwksFile() + " holds no keys");
+        if (keys.getKeys().isEmpty()) throw new BearerAuthenticator.KeysException("auth.jwt.jwks_file " + cfg.jwksFile() + " holds no keys");
         Set<JWSAlgorithm> algs = new HashSet<>(JWSAlgorithm.Family.RSA);
         algs.addAll(JWSAlgorithm.Family.EC);
         algs.addAll(JWSAlgorithm.Family.ED);

@@ -1,6 +1,5 @@
 package dev.berth.mcp.http;
 
-import dev.berth.mcp.OperatorConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -17,7 +16,7 @@ final class StaticTokens {
 
     private final List<Entry> entries;
 
-    StaticTokens(List<OperatorConfig.StaticToken> tokens) {
+    StaticTokens(List<BearerAuthenticator.TokenHash> tokens) {
         this.entries = tokens.stream().map(t -> new Entry(t.tenant(), HexFormat.of().parseHex(t.sha256()))).toList();
     }
 

@@ -14,7 +14,7 @@
  *   <li>{@code SessionOwners} (MCP paths): a transport session is usable only by the tenant that opened it; anyone
  *       else gets 404 as for a session that does not exist.</li>
  *   <li>{@code CancellationTap} (MCP POSTs): gives each JSON-RPC request a cancellation key and turns
- *       {@code notifications/cancelled} into {@link dev.berth.mcp.Cancellations#cancel}.</li>
+ *       {@code notifications/cancelled} into {@link dev.berth.mcp.tools.Cancellations#cancel}.</li>
  * </ol>
  * What the filters established reaches the tool handlers through the SDK's transport context
  * ({@link dev.berth.mcp.http.CallContext#EXTRACTOR}); the handlers never see HTTP.
@@ -27,7 +27,7 @@
  *
  * <h2>Cancellation</h2>
  * The SDK (2.1.0) ignores {@code notifications/cancelled}. The tap (HTTP) and {@code CancellableSessions} (stdio)
- * observe it without forking the SDK; {@link dev.berth.mcp.Cancellations} interrupts the handler thread of the named
+ * observe it without forking the SDK; {@link dev.berth.mcp.tools.Cancellations} interrupts the handler thread of the named
  * call, and the engine's runner answers the interrupt by killing the command's process tree in the workspace. Keys
  * carry tenant, transport session and request id, so a client can cancel only its own calls.
  */

@@ -20,7 +20,6 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.util.ReferenceCountUtil;
 import java.net.InetSocketAddress;
-import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
@@ -28,7 +27,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
@@ -40,8 +38,8 @@ import java.util.regex.Pattern;
  */
 final class PreviewHandler extends ChannelInboundHandlerAdapter {
     private static final Pattern ID = Pattern.compile("[a-z2-7]{32}");
-    private static final String COOKIE = "berth_preview";
-    private static final Set<String> HOP = Set.of("keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer");
+    /** The cookie that carries a preview's access after a {@code ?berth_token=} visit; never passed to the app. */
+    static final String COOKIE = "berth_preview";
 
     private final PreviewServer server;
     private ChannelHandlerContext ctx;
@@ -59,10 +57,8 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
     private boolean raw;
     /** The current request goes to the backend (the MCP endpoint), not to a preview. */
     private boolean toBackend;
-    /** This browser connection's connection to the backend, or null. */
-    private Channel backend;
-    /** What to send once {@link #backend} is connected. */
-    private final ArrayDeque<ByteBuf> backendPending = new ArrayDeque<>();
+    /** This browser connection's relay to the backend (berth http's MCP endpoint); set in handlerAdded. */
+    private BackendRelay backend;
 
     PreviewHandler(PreviewServer server) { this.server = server; }
 
@@ -189,7 +185,12 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void handlerAdded(ChannelHandlerContext ctx) { this.ctx = ctx; }
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.backend = new BackendRelay(ctx, server.settings.backend(), () -> {
+            if (raw) ctx.pipeline().remove("http");
+        }, why -> send(502, "the MCP endpoint behind this listener is not reachable: " + why, Map.of(), true));
+    }
 
     // ------------------------------------------------------------------ the backend (berth http's MCP endpoint)
 
@@ -198,95 +199,18 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         if (up != null) up.end("the browser connection moved to the MCP endpoint");
         toBackend = true;
         upgrading = req.headers().contains(HttpHeaderNames.UPGRADE) && req.headers().containsValue(HttpHeaderNames.CONNECTION, "upgrade", true);
-        StringBuilder sb = new StringBuilder(512);
-        sb.append(req.method().name()).append(' ').append(req.uri()).append(" HTTP/1.1\r\n");
-        for (Map.Entry<String, String> h : req.headers()) {
-            String n = h.getKey().toLowerCase(Locale.ROOT);
-            if (HOP.contains(n) || n.equals("x-forwarded-for")) continue;
-            sb.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
-        }
-        String r = remote();
-        if (r != null) sb.append("X-Forwarded-For: ").append(r).append("\r\n");
-        sb.append("\r\n");
-        ByteBuf head = Unpooled.wrappedBuffer(sb.toString().getBytes(StandardCharsets.ISO_8859_1));
-        if (backend != null) {
-            forward(head);
-            return;
-        }
-        backendPending.add(head);
-        Channel browser = ctx.channel();
-        browser.config().setAutoRead(false);
-        io.netty.channel.ChannelFuture cf = new io.netty.bootstrap.Bootstrap().group(browser.eventLoop()).channel(io.netty.channel.socket.nio.NioSocketChannel.class)
-                .option(io.netty.channel.ChannelOption.TCP_NODELAY, true)
-                .option(io.netty.channel.ChannelOption.AUTO_READ, true)
-                .handler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelRead(ChannelHandlerContext bctx, Object msg) {
-                        if (backend != bctx.channel() || !browser.isActive()) {
-                            ReferenceCountUtil.release(msg);
-                            return;
-                        }
-                        browser.writeAndFlush(msg);
-                        if (!browser.isWritable()) bctx.channel().config().setAutoRead(false);
-                    }
-
-                    @Override
-                    public void channelWritabilityChanged(ChannelHandlerContext bctx) {
-                        if (backend == bctx.channel()) browser.config().setAutoRead(bctx.channel().isWritable());
-                    }
-
-                    @Override
-                    public void channelInactive(ChannelHandlerContext bctx) {
-                        // the MCP endpoint closed this connection: the browser's ends with it (after what it sent)
-                        if (backend == bctx.channel()) {
-                            backend = null;
-                            browser.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
-                        }
-                    }
-
-                    @Override
-                    public void exceptionCaught(ChannelHandlerContext bctx, Throwable cause) {
-                        bctx.close();
-                    }
-                }).connect(server.settings.backend());
-        backend = cf.channel();
-        cf.addListener((io.netty.channel.ChannelFuture f) -> {
-                    if (backend != f.channel()) {
-                        f.channel().close();
-                        return;
-                    }
-                    if (!f.isSuccess()) {
-                        backend = null;
-                        backendPending.forEach(ReferenceCountUtil::release);
-                        backendPending.clear();
-                        send(502, "the MCP endpoint behind this listener is not reachable: " + f.cause().getMessage(), Map.of(), true);
-                        return;
-                    }
-                    while (!backendPending.isEmpty()) f.channel().write(backendPending.poll());
-                    f.channel().flush();
-                    if (raw) ctx.pipeline().remove("http");
-                    browser.config().setAutoRead(f.channel().isWritable());
-                });
-    }
-
-    private void closeBackend() {
-        Channel b = backend;
-        backend = null;
-        backendPending.forEach(ReferenceCountUtil::release);
-        backendPending.clear();
-        if (b != null) b.close();
+        backend.send(Unpooled.wrappedBuffer(HttpHeads.backendHead(req, remote())));
     }
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        Channel b = backend;
-        if (b != null) b.config().setAutoRead(ctx.channel().isWritable());
+        backend.browserWritable(ctx.channel().isWritable());
         ctx.fireChannelWritabilityChanged();
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        closeBackend();
+        backend.close();
         if (up != null) {
             // like a proxy: the app sees EOF (not a reset) and closes its side; an app that does not within 5 s is reset
             Upstream u = up;
@@ -341,25 +265,12 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         HttpHeaders h = req.headers();
-        List<String> te = h.getAll(HttpHeaderNames.TRANSFER_ENCODING);
-        List<String> cl = h.getAll(HttpHeaderNames.CONTENT_LENGTH);
-        if (!te.isEmpty() && !cl.isEmpty()) {
-            refuse(400, "request has both Transfer-Encoding and Content-Length (a request smuggling shape); send one", null, req);
+        String ambiguous = HttpHeads.ambiguity(h);
+        if (ambiguous != null) {
+            refuse(400, ambiguous, null, req);
             return;
         }
-        if (cl.size() > 1) {
-            refuse(400, "request has " + cl.size() + " Content-Length headers", null, req);
-            return;
-        }
-        if (te.size() > 1 || (te.size() == 1 && !te.getFirst().trim().equalsIgnoreCase("chunked"))) {
-            refuse(400, "Transfer-Encoding must be exactly \"chunked\", got " + te, null, req);
-            return;
-        }
-        if (h.getAll(HttpHeaderNames.HOST).size() > 1) {
-            refuse(400, "request has several Host headers", null, req);
-            return;
-        }
-        chunked = te.size() == 1;
+        chunked = h.contains(HttpHeaderNames.TRANSFER_ENCODING);
         String uri = req.uri();
         String hostId = server.idOfHost(h.get(HttpHeaderNames.HOST));
         String id;
@@ -386,7 +297,7 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         toBackend = false;
-        if (backend != null) closeBackend();
+        if (backend.open()) backend.close();
         String prefix = hostId != null ? "" : "/p/" + id;
         String secure = server.secure() ? "; Secure" : "";
         if (!ID.matcher(id).matches()) {
@@ -410,8 +321,8 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         if (e.access().equals(PortExposure.LINK)) {
             via = "link";
         } else {
-            String presented = bearer(h.get(HttpHeaderNames.AUTHORIZATION));
-            String fromCookie = cookie(h, COOKIE);
+            String presented = HttpHeads.bearer(h.get(HttpHeaderNames.AUTHORIZATION));
+            String fromCookie = HttpHeads.cookie(h, COOKIE);
             if (presented == null && urlToken != null) presented = urlToken;
             if (presented != null) {
                 String tenant = server.auth.tenantOf(presented);
@@ -430,7 +341,7 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
                 if (urlToken != null) {
                     // swap the token in the URL for a cookie scoped to this preview, and drop it from the address bar
                     // (host form: a host-only cookie, no Domain, so no other preview host ever receives it)
-                    String clean = stripParam(rest, "berth_token");
+                    String clean = HttpHeads.stripParam(rest, "berth_token");
                     ports.recordAccess(e, id, true, "url token; cookie set", req.method().name(), clean, remote());
                     String cookie = COOKIE + "=" + server.cookieFor(e.id(), e.tenant()) + "; Path=" + prefix + "/; HttpOnly; SameSite=Lax" + secure;
                     String to = prefix + (clean.isEmpty() || clean.startsWith("?") ? "/" + clean : clean);
@@ -453,8 +364,8 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         ports.recordAccess(e, id, true, via, req.method().name(), rest, remote());
-        String publicOrigin = hostId != null ? server.hostOrigin(e.id()) : origin(server.base());
-        byte[] head = head(req, e, rest, prefix, publicOrigin);
+        String publicOrigin = hostId != null ? server.hostOrigin(e.id()) : HttpHeads.origin(server.base());
+        byte[] head = HttpHeads.appHead(req, e, rest, prefix, publicOrigin, server.settings.hostHeader(), server.secure(), remote());
         upgrading = h.contains(HttpHeaderNames.UPGRADE) && h.containsValue(HttpHeaderNames.CONNECTION, "upgrade", true);
         if (up != null && up.exposure.id().equals(e.id()) && up.prefix.equals(prefix) && !up.ended) {
             up.responses.requested(req.method().name());
@@ -470,7 +381,7 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             refuse(503, "this preview already carries " + max + " connections (the limit per exposed port); retry later", null, req);
             return;
         }
-        String app = "http://" + appHost(req, e);
+        String app = "http://" + HttpHeads.appHost(server.settings.hostHeader(), req, e.port());
         Upstream u = new Upstream(e, counter, new ResponseRewriter(prefix, publicOrigin,
                 List.of(app, "http://localhost:" + e.port(), "http://127.0.0.1:" + e.port()), COOKIE), prefix);
         u.responses.requested(req.method().name());
@@ -542,22 +453,14 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
             // from here on the connection carries the upgraded protocol (WebSocket frames), both ways, unparsed
             raw = true;
             upgrading = false;
-            if (toBackend ? backend != null && backend.isActive() : up != null && up.stream != null) ctx.pipeline().remove("http");
+            if (toBackend ? backend.active() : up != null && up.stream != null) ctx.pipeline().remove("http");
         }
     }
 
     /** Sends bytes to the app now, or after the connection is up. Takes ownership of {@code b}. */
     private void forward(ByteBuf b) {
         if (toBackend) {
-            Channel bc = backend;
-            if (bc == null) {
-                b.release();
-            } else if (!bc.isActive()) {
-                backendPending.add(b); // still connecting (a closed backend is null)
-            } else {
-                bc.writeAndFlush(b);
-                if (!bc.isWritable()) ctx.channel().config().setAutoRead(false);
-            }
+            backend.forward(b);
             return;
         }
         Upstream u = up;
@@ -576,52 +479,6 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** The Host the app sees ({@link PreviewServer.Settings#hostHeader()}). */
-    private String appHost(HttpRequest req, PortExposure e) {
-        String mode = server.settings.hostHeader();
-        if (mode == null || mode.equals(PreviewServer.Settings.LOCALHOST)) return "localhost:" + e.port();
-        if (mode.equals(PreviewServer.Settings.PRESERVE)) {
-            String h = req.headers().get(HttpHeaderNames.HOST);
-            return h != null ? h : "localhost:" + e.port();
-        }
-        return mode;
-    }
-
-    /**
-     * The request head as the app gets it: path without the prefix, Host rewritten (and Origin/Referer when they name
-     * the preview's public origin), X-Forwarded-Host/Proto/For set, X-Forwarded-Prefix in the {@code /p/<id>} form.
-     */
-    private byte[] head(HttpRequest req, PortExposure e, String rest, String prefix, String publicOrigin) {
-        StringBuilder sb = new StringBuilder(512);
-        String path = stripParam(rest, "berth_token");
-        if (path.isEmpty() || path.charAt(0) != '/') path = "/" + path;
-        sb.append(req.method().name()).append(' ').append(path).append(" HTTP/1.1\r\n");
-        String appHost = appHost(req, e);
-        String origHost = req.headers().get(HttpHeaderNames.HOST);
-        boolean preserve = PreviewServer.Settings.PRESERVE.equals(server.settings.hostHeader());
-        for (Map.Entry<String, String> h : req.headers()) {
-            String n = h.getKey().toLowerCase(Locale.ROOT);
-            if (HOP.contains(n) || n.equals("host") || n.startsWith("x-forwarded-") || n.equals("forwarded")) continue;
-            String v = h.getValue();
-            if (n.equals("authorization") && bearer(v) != null && e.access().equals(PortExposure.TENANT)) continue; // the tenant's token never reaches the app
-            if (n.equals("cookie")) {
-                v = dropCookie(v, COOKIE);
-                if (v.isEmpty()) continue;
-            }
-            if (!preserve && n.equals("origin") && (v.equals(publicOrigin) || origHost != null && v.endsWith("://" + origHost))) v = "http://" + appHost;
-            if (!preserve && n.equals("referer") && v.startsWith(publicOrigin + prefix + "/")) v = "http://" + appHost + v.substring((publicOrigin + prefix).length());
-            sb.append(h.getKey()).append(": ").append(v).append("\r\n");
-        }
-        sb.append("Host: ").append(appHost).append("\r\n");
-        if (origHost != null) sb.append("X-Forwarded-Host: ").append(origHost).append("\r\n");
-        sb.append("X-Forwarded-Proto: ").append(server.secure() ? "https" : "http").append("\r\n");
-        if (!prefix.isEmpty()) sb.append("X-Forwarded-Prefix: ").append(prefix).append("\r\n");
-        String r = remote();
-        if (r != null) sb.append("X-Forwarded-For: ").append(r).append("\r\n");
-        sb.append("\r\n");
-        return sb.toString().getBytes(StandardCharsets.ISO_8859_1);
-    }
-
     // ------------------------------------------------------------------ helpers
 
     private void refuse(int status, String reason, Map<String, String> headers, HttpRequest req) {
@@ -632,79 +489,11 @@ final class PreviewHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void send(int status, String reason, Map<String, String> headers, boolean close) {
-        byte[] body = (reason + "\n").getBytes(StandardCharsets.UTF_8);
-        StringBuilder sb = new StringBuilder();
-        sb.append("HTTP/1.1 ").append(status).append(' ').append(phrase(status)).append("\r\n");
-        sb.append("Content-Type: text/plain; charset=utf-8\r\n");
-        sb.append("Content-Length: ").append(body.length).append("\r\n");
-        sb.append("Cache-Control: no-store\r\n");
-        if (status == 401) sb.append("WWW-Authenticate: Bearer realm=\"berth preview\"\r\n");
-        headers.forEach((k, v) -> sb.append(k).append(": ").append(v).append("\r\n"));
-        if (close) sb.append("Connection: close\r\n");
-        sb.append("\r\n");
-        ByteBuf out = Unpooled.wrappedBuffer(sb.toString().getBytes(StandardCharsets.UTF_8), body);
-        var f = ctx.channel().writeAndFlush(out);
+        var f = ctx.channel().writeAndFlush(Unpooled.wrappedBuffer(HttpHeads.response(status, reason, headers, close)));
         if (close) f.addListener(ChannelFutureListener.CLOSE);
-    }
-
-    private static String phrase(int s) {
-        return switch (s) {
-            case 303 -> "See Other"; case 308 -> "Permanent Redirect"; case 400 -> "Bad Request"; case 401 -> "Unauthorized";
-            case 404 -> "Not Found"; case 414 -> "URI Too Long"; case 431 -> "Request Header Fields Too Large";
-            case 502 -> "Bad Gateway"; case 503 -> "Service Unavailable"; default -> "Error";
-        };
     }
 
     private String remote() {
         return ctx.channel().remoteAddress() instanceof InetSocketAddress a ? a.getAddress().getHostAddress() : null;
-    }
-
-    private static String bearer(String header) {
-        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) return null;
-        String t = header.substring(7).strip();
-        return t.isEmpty() ? null : t;
-    }
-
-    private static String cookie(HttpHeaders h, String name) {
-        for (String line : h.getAll(HttpHeaderNames.COOKIE)) {
-            for (String part : line.split(";")) {
-                String p = part.strip();
-                if (p.startsWith(name + "=")) return p.substring(name.length() + 1);
-            }
-        }
-        return null;
-    }
-
-    private static String dropCookie(String line, String name) {
-        StringBuilder sb = new StringBuilder();
-        for (String part : line.split(";")) {
-            String p = part.strip();
-            if (p.isEmpty() || p.startsWith(name + "=")) continue;
-            if (!sb.isEmpty()) sb.append("; ");
-            sb.append(p);
-        }
-        return sb.toString();
-    }
-
-    /** {@code rest} without the query parameter {@code name}. */
-    static String stripParam(String rest, String name) {
-        int q = rest.indexOf('?');
-        if (q < 0) return rest;
-        StringBuilder kept = new StringBuilder();
-        for (String p : rest.substring(q + 1).split("&")) {
-            if (p.equals(name) || p.startsWith(name + "=")) continue;
-            if (!kept.isEmpty()) kept.append('&');
-            kept.append(p);
-        }
-        return rest.substring(0, q) + (kept.isEmpty() ? "" : "?" + kept);
-    }
-
-    private static String origin(String base) {
-        try {
-            URI u = URI.create(base);
-            return u.getScheme() + "://" + u.getRawAuthority();
-        } catch (IllegalArgumentException x) {
-            return base;
-        }
     }
 }

@@ -1,0 +1,28 @@
+package dev.berth.mcp.cli;
+
+import dev.berth.engine.spi.IsolationDriver;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * What the commands that build an engine or a server ask of the server wiring. {@code dev.berth.mcp.Main} supplies
+ * it, so this package parses, checks and reports while the operator config, the drivers and the transports are
+ * put together in one place that the commands do not depend on.
+ */
+public interface Backend {
+    /** {@code berth stdio}: serves one client on stdin/stdout until it closes stdin; returns the exit status. */
+    int stdio(Options opts) throws Exception;
+
+    /** {@code berth http}: serves until SIGTERM/SIGINT; returns the exit status. */
+    int http(Options opts) throws Exception;
+
+    /** {@code berth image build}: builds {@code recipe} as image {@code name}; returns the exit status. */
+    int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err);
+
+    /** The isolation drivers this build offers, strongest first. */
+    List<IsolationDriver> drivers(Options opts);
+
+    /** What {@code berth version} prints. */
+    String versionLine();
+}
