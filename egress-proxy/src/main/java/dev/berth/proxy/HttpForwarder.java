@@ -1,5 +1,15 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.http.ContentCodings;
+import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.http.RequestHead;
+import dev.berth.proxy.http.Responses;
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Targets;
+import dev.berth.proxy.policy.MetadataFilter;
+import dev.berth.proxy.policy.RegistryPaths;
+import dev.berth.proxy.policy.RegistryRule;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;

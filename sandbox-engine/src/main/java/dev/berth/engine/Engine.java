@@ -4,7 +4,7 @@ import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
