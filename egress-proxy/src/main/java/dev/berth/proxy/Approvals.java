@@ -1,5 +1,11 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.audit.AuditSink;
+import dev.berth.proxy.net.AddressClassifier;
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.Policy;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;

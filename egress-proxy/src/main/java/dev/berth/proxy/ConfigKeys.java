@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.HostNames;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;

@@ -1,5 +1,15 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.AddressClassifier;
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.HostPattern;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.Presets;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.tls.Pem;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.SecretBinding;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;

@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.policy.SecretBinding;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;

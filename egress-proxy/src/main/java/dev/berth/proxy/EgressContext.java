@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.Policy;
 import java.util.Objects;
 import java.util.Set;
 

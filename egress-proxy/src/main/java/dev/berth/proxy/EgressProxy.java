@@ -1,5 +1,13 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.audit.AuditSink;
+import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.tls.InterceptionCa;
+import dev.berth.proxy.tls.UpstreamTls;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;

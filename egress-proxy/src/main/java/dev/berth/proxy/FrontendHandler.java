@@ -1,5 +1,8 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.http.RequestHead;
+import dev.berth.proxy.http.Responses;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;

@@ -1,5 +1,9 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.AddressClassifier;
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.Policy;
 import java.net.InetAddress;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

@@ -1,5 +1,14 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.http.ContentCodings;
+import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.http.RequestHead;
+import dev.berth.proxy.http.Responses;
+import dev.berth.proxy.net.Targets;
+import dev.berth.proxy.policy.MetadataFilter;
+import dev.berth.proxy.policy.RegistryPaths;
+import dev.berth.proxy.policy.RegistryRule;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;
@@ -30,11 +39,6 @@ import java.util.Set;
  * is written only after its handshake succeeded.
  */
 final class HttpForwarder {
-    private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host");
-    private static final Set<String> FRAMING = Set.of("content-length", "transfer-encoding");
-    private static final Set<String> FORWARDING = Set.of("forwarded", "x-upstream-https-proxy", "x-real-ip", "via", "x-original-url",
-            "x-rewrite-url");
-
     final Session session;
     private final ChannelHandlerContext ctx;
     private final RequestDecoder decoder;
@@ -86,7 +90,7 @@ final class HttpForwarder {
         tls = interception != null || Targets.isHttps(h.target);
         Targets.Target target;
         try {
-            target = interception != null ? interceptedTarget(h) : absoluteTarget(h);
+            target = interception != null ? ForwardedRequest.interceptedTarget(h, interception) : ForwardedRequest.absoluteTarget(h);
         } catch (Targets.BadTarget e) {
             ex = interception == null ? session.exchange(kind(), h.method, null, 0)
                     : session.exchange("https", h.method, interception.host, interception.port);
@@ -98,47 +102,6 @@ final class HttpForwarder {
         Session.Exchange mine = ex;
         session.shared.gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
-    }
-
-    /**
-     * Absolute-form http:// or https:// URI, and Host (if any) must equal its authority. For https:// (what busybox
-     * wget and some other clients send a proxy instead of CONNECT) the proxy itself speaks TLS to the upstream,
-     * verifying it as for an intercepted connection; the client's leg is the workspace's local proxy channel.
-     */
-    private static Targets.Target absoluteTarget(RequestHead h) throws Targets.BadTarget {
-        Targets.Target target = Targets.absolute(h.target);
-        int defaultPort = Targets.isHttps(h.target) ? 443 : 80;
-        List<String> hosts = h.all("Host");
-        if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
-        if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
-        if (hosts.size() == 1) {
-            Targets.Target ht = Targets.authority(hosts.get(0), defaultPort, "Host header");
-            if (!TunnelStarter.sameHost(ht, target)) {
-                throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0)) + "' does not match request URI host '"
-                        + TunnelStarter.canonicalOrRaw(target.host()) + "' port " + target.port());
-            }
-        }
-        return target;
-    }
-
-    /** HTTPS mode: origin-form only, and Host must name the CONNECT host (default port 443). */
-    private Targets.Target interceptedTarget(RequestHead h) throws Targets.BadTarget {
-        if (!h.target.startsWith("/")) {
-            throw new Targets.BadTarget("request target '" + HostNames.printable(h.target) + "' inside an intercepted TLS connection to '"
-                    + interception.authority() + "' must be origin-form (/path); absolute-form and authority-form are refused");
-        }
-        List<String> hosts = h.all("Host");
-        if (hosts.size() > 1) throw new Targets.BadTarget("multiple Host headers " + hosts);
-        if (hosts.isEmpty() && h.version.equals("HTTP/1.1")) throw new Targets.BadTarget("HTTP/1.1 request without Host header");
-        Targets.Target connect = new Targets.Target(interception.host, interception.port, h.target);
-        if (hosts.size() == 1) {
-            Targets.Target ht = Targets.authority(hosts.get(0), 443, "Host header");
-            if (!TunnelStarter.sameHost(ht, connect)) {
-                throw new Targets.BadTarget("Host header '" + HostNames.printable(hosts.get(0))
-                        + "' does not match the intercepted CONNECT host '" + interception.authority() + "'");
-            }
-        }
-        return connect;
     }
 
     void onBody(RequestHead.Body b) {
@@ -254,7 +217,7 @@ final class HttpForwarder {
         Channel client = ctx.channel();
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         ex.address = v.addressText();
-        rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, forwardedHeaders(head));
+        rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, ForwardedRequest.forwardedHeaders(head));
         if (rewrite.refusal() != null) {
             String why = rewrite.refusal();
             rewrite = CredentialRegistry.Rewrite.NONE;
@@ -366,27 +329,6 @@ final class HttpForwarder {
         upstream.flush();
         upstreamHandler.resume(); // starts the response reads
         if (upstream.isWritable()) ctx.channel().config().setAutoRead(true);
-    }
-
-    static List<String[]> forwardedHeaders(RequestHead head) {
-        Set<String> listed = new HashSet<>();
-        for (String v : head.all("Connection")) {
-            for (String t : v.split(",")) listed.add(t.trim().toLowerCase(Locale.ROOT));
-        }
-        List<String[]> out = new ArrayList<>();
-        for (String[] h : head.headers) {
-            String lower = h[0].toLowerCase(Locale.ROOT);
-            if (FRAMING.contains(lower)) {
-                out.add(h); // never strippable: the body bytes that follow depend on them
-                continue;
-            }
-            if (HOP_BY_HOP.contains(lower) || lower.startsWith("proxy-") || listed.contains(lower)) continue;
-            // Hop metadata the workspace could forge to steer an origin or the next proxy (client address, scheme,
-            // an upstream proxy to use): the proxy is the only hop the origin should hear about, and it says nothing.
-            if (FORWARDING.contains(lower) || lower.startsWith("x-forwarded-")) continue;
-            out.add(h);
-        }
-        return out;
     }
 
     /** Replaces configured secret values in response header values (an echoing server must not hand them back). */

@@ -1,5 +1,12 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.Presets;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.policy.SecretBinding;
 import java.time.Duration;
 import java.util.Objects;
 

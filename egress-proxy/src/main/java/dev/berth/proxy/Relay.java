@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.tls.ClientHelloParser;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;

@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Policy;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;

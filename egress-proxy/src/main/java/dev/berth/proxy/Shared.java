@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditSink;
+import dev.berth.proxy.tls.InterceptionCa;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.EventLoop;

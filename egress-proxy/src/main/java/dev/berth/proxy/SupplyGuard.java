@@ -1,5 +1,9 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.MetadataFilter;
+import dev.berth.proxy.policy.RegistryPaths;
+import dev.berth.proxy.policy.RegistryRule;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import java.net.URLEncoder;

@@ -1,5 +1,12 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.http.RequestHead;
+import dev.berth.proxy.http.Responses;
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Targets;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.policy.SecretBinding;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.Policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

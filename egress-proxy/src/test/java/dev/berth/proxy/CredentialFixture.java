@@ -1,5 +1,10 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.tls.InterceptionCa;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;

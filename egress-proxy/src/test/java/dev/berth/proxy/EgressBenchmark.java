@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 

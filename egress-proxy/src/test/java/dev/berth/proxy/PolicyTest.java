@@ -1,5 +1,8 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.Policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

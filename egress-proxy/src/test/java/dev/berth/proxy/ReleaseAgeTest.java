@@ -1,5 +1,10 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.tls.InterceptionCa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.tls.InterceptionCa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

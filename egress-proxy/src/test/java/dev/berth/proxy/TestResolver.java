@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.net.Resolver;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;

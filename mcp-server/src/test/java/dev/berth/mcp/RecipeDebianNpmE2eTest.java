@@ -129,8 +129,8 @@ class RecipeDebianNpmE2eTest {
         // mirrors); the recipe's preset:debian and preset:npm narrow the build to them
         var proxy = EgressFixture.proxy(List.of("apt.test:" + aptPort, "npm.test:" + npm.port));
         engine = Engine.start(EngineConfig.defaults(home, drivers).withEgress(new dev.berth.engine.EgressSettings(proxy.proxy(),
-                proxy.ceiling(), Map.of(), Map.of("debian", dev.berth.proxy.Policy.of(List.of("apt.test:" + aptPort)),
-                        "npm", dev.berth.proxy.Policy.of(List.of("npm.test:" + npm.port))))));
+                proxy.ceiling(), Map.of(), Map.of("debian", dev.berth.proxy.policy.Policy.of(List.of("apt.test:" + aptPort)),
+                        "npm", dev.berth.proxy.policy.Policy.of(List.of("npm.test:" + npm.port))))));
 
         // the base: Debian with apt, dpkg and Node.js/npm from the host's packages, apt pointed at the test repository
         long t0 = System.nanoTime();

@@ -1,9 +1,9 @@
 package dev.berth.engine;
 
 import dev.berth.engine.EngineException.Kind;
-import dev.berth.proxy.ApprovalSettings;
+import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.Approvals;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.time.Duration;
 import java.util.List;
 

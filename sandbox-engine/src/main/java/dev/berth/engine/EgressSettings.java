@@ -1,8 +1,8 @@
 package dev.berth.engine;
 
 import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.Policy;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.SecretBinding;
 import java.util.Map;
 import java.util.Objects;
 

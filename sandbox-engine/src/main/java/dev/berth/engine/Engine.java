@@ -5,7 +5,7 @@ import dev.berth.engine.egress.EgressPolicies;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Comparator;

@@ -10,7 +10,7 @@ import dev.berth.engine.audit.Canonical;
 import dev.berth.engine.audit.Durability;
 import dev.berth.engine.audit.Receipts;
 import dev.berth.engine.metrics.EngineMetrics;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

@@ -80,12 +80,12 @@ final class ProcessHandover {
                 LOG.log(System.Logger.Level.WARNING, "skipping unreadable process record " + r.id() + " of " + ws.id + ": " + e);
                 continue;
             }
-            dev.berth.proxy.Policy narrowing = null;
+            dev.berth.proxy.policy.Policy narrowing = null;
             if (r.egress() != null) {
                 try {
                     narrowing = EgressPolicies.parse(config, r.egress());
                 } catch (EngineException e) {
-                    narrowing = dev.berth.proxy.Policy.denyAll(); // no longer parses: nothing rather than too much
+                    narrowing = dev.berth.proxy.policy.Policy.denyAll(); // no longer parses: nothing rather than too much
                 }
             }
             WorkspaceEgress.RunEgress egress = ws.egress.begin(bp.id, narrowing);

@@ -8,7 +8,7 @@ import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

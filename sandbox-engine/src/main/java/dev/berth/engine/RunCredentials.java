@@ -2,7 +2,7 @@ package dev.berth.engine;
 
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.CredentialGrant;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;

@@ -4,7 +4,7 @@ import dev.berth.engine.egress.WorkspaceEgress;
 
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.spi.Sandbox;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.time.Instant;
 
 /**

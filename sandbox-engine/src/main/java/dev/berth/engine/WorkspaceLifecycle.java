@@ -13,7 +13,7 @@ import dev.berth.engine.spi.SandboxDamagedException;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.SandboxStillRunningException;
 import dev.berth.engine.spi.StartRequest;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.time.Instant;

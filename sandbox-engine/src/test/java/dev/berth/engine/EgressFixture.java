@@ -2,7 +2,7 @@ package dev.berth.engine;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.ProxyConfig;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -10,7 +10,7 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.util.List;
 import java.util.function.Function;
 
@@ -47,29 +47,29 @@ public final class EgressFixture {
      * roots), {@code binding} configured, and its interception CA kept in {@code caDir}.
      */
     public static EgressSettings secretProxy(List<String> entries, int tlsPort, Path trustedRoot, SecretBinding binding, Path caDir) {
-        return secretProxy(entries, tlsPort, trustedRoot, binding, caDir, dev.berth.proxy.AuditSink.discard());
+        return secretProxy(entries, tlsPort, trustedRoot, binding, caDir, dev.berth.proxy.audit.AuditSink.discard());
     }
 
     /** The same, with the proxy's audit records going to {@code audit} (an audit trail's egress sink). */
     public static EgressSettings secretProxy(List<String> entries, int tlsPort, Path trustedRoot, SecretBinding binding, Path caDir,
-                                             dev.berth.proxy.AuditSink audit) {
+                                             dev.berth.proxy.audit.AuditSink audit) {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).tlsPorts(java.util.Set.of(443, tlsPort))
                 .unsafeAllowLoopbackUpstreams(true).upstreamTrustFiles(List.of(trustedRoot)).secret(binding).build();
         return new EgressSettings(start(cfg, caDir, audit), cfg.ceiling(), cfg.secrets());
     }
 
     /** A started egress proxy with one registry rule (intercepted, read-only), TLS also on {@code tlsPort}. */
-    public static EgressSettings registryProxy(List<String> entries, int tlsPort, Path trustedRoot, dev.berth.proxy.RegistryRule rule) {
+    public static EgressSettings registryProxy(List<String> entries, int tlsPort, Path trustedRoot, dev.berth.proxy.policy.RegistryRule rule) {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(entries)).tlsPorts(java.util.Set.of(443, tlsPort))
                 .unsafeAllowLoopbackUpstreams(true).upstreamTrustFiles(List.of(trustedRoot)).registryRule(rule).build();
         return new EgressSettings(start(cfg, null), cfg.ceiling());
     }
 
     private static EgressProxy start(ProxyConfig cfg, Path caDir) {
-        return start(cfg, caDir, dev.berth.proxy.AuditSink.discard());
+        return start(cfg, caDir, dev.berth.proxy.audit.AuditSink.discard());
     }
 
-    private static EgressProxy start(ProxyConfig cfg, Path caDir, dev.berth.proxy.AuditSink audit) {
+    private static EgressProxy start(ProxyConfig cfg, Path caDir, dev.berth.proxy.audit.AuditSink audit) {
         EgressProxy.Builder b = EgressProxy.builder(cfg).auditSink(audit).resolver(host -> {
             if (host.endsWith(".test")) return List.of(InetAddress.getLoopbackAddress());
             throw new UnknownHostException(host);

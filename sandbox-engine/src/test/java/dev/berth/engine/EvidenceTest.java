@@ -11,7 +11,7 @@ import dev.berth.engine.audit.AuditTrail;
 import dev.berth.engine.audit.AuditVerifier;
 import dev.berth.engine.audit.Receipts;
 import dev.berth.engine.namespace.NamespaceDriver;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

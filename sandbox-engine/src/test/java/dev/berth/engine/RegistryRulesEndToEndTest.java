@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpsServer;
 import dev.berth.engine.namespace.NamespaceDriver;
-import dev.berth.proxy.RegistryRule;
+import dev.berth.proxy.policy.RegistryRule;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

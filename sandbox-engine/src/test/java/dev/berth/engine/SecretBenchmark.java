@@ -2,7 +2,7 @@ package dev.berth.engine;
 
 import com.sun.net.httpserver.HttpsServer;
 import dev.berth.engine.namespace.NamespaceDriver;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

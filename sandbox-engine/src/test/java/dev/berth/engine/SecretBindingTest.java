@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpsServer;
 import dev.berth.engine.namespace.NamespaceDriver;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.berth.mcp.cli;
 
-import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.host.AgentBinary;
 import dev.berth.engine.image.ImageException;
 import dev.berth.engine.image.ImageStore;
 import dev.berth.engine.image.ImportLimits;

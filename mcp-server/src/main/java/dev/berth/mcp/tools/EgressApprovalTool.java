@@ -6,7 +6,7 @@ import dev.berth.engine.Engine;
 import dev.berth.engine.EngineException;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.Tenant;
-import dev.berth.proxy.ApprovalSettings;
+import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.Approvals;
 import io.modelcontextprotocol.server.McpSyncServerExchange;
 import io.modelcontextprotocol.spec.McpSchema;

@@ -1,7 +1,7 @@
 package dev.berth.engine.audit;
 
-import dev.berth.proxy.AuditRecord;
-import dev.berth.proxy.AuditSink;
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.audit.AuditSink;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;

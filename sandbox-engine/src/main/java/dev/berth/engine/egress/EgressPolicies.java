@@ -4,7 +4,7 @@ import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
 
 import dev.berth.engine.EngineException.Kind;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import java.util.List;
 
 /** The egress policy of a workspace or run: the operator's ceiling, narrowed by what was asked for. Stateless. */

@@ -10,7 +10,7 @@ import dev.berth.proxy.ClientSink;
 import dev.berth.proxy.Decision;
 import dev.berth.proxy.EgressContext;
 import dev.berth.proxy.EgressProxy;
-import dev.berth.proxy.Policy;
+import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.ProxyConnection;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;

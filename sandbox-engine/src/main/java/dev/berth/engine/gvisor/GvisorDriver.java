@@ -1,6 +1,6 @@
 package dev.berth.engine.gvisor;
 
-import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.host.AgentBinary;
 import dev.berth.engine.host.BaseEtc;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;

@@ -1,6 +1,6 @@
 package dev.berth.engine.metrics;
 
-import dev.berth.proxy.AuditRecord;
+import dev.berth.proxy.audit.AuditRecord;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

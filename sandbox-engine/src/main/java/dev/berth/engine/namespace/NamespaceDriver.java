@@ -1,6 +1,6 @@
 package dev.berth.engine.namespace;
 
-import dev.berth.engine.agent.AgentBinary;
+import dev.berth.engine.host.AgentBinary;
 import dev.berth.engine.host.BaseEtc;
 import dev.berth.engine.host.BtrfsPool;
 import dev.berth.engine.host.CgroupLimits;

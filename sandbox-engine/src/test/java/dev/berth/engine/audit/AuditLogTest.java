@@ -343,7 +343,7 @@ class AuditLogTest {
         try (AuditTrail t = trail()) {
             t.bindWorkspace("ws-a", "alice");
             t.record("bob", "note", Map.of());
-            t.egressSink().record(new dev.berth.proxy.AuditRecord("decision", java.time.Instant.now(), "ws-a", "run-1", "c1",
+            t.egressSink().record(new dev.berth.proxy.audit.AuditRecord("decision", java.time.Instant.now(), "ws-a", "run-1", "c1",
                     "connect", "CONNECT", "example.com", 443, null, "deny", "not in the allowlist", 0, 0, 0, null));
         }
         Path dir = home.resolve("audit");

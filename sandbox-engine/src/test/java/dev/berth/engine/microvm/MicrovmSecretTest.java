@@ -14,7 +14,7 @@ import dev.berth.engine.RunResult;
 import dev.berth.engine.SecretUse;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.TestPki;
-import dev.berth.proxy.SecretBinding;
+import dev.berth.proxy.policy.SecretBinding;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
+import dev.berth.proxy.net.HostNames;
 import java.net.InetAddress;
 
 /**
@@ -10,9 +11,9 @@ import java.net.InetAddress;
  * evilgithub.com} or {@code github.com.evil.com}. Matching is label-aligned (suffix preceded by
  * a dot) on canonical names only, which is what makes those tricks fail.
  */
-record HostPattern(String suffixOrName, boolean wildcard, InetAddress ip) {
+public record HostPattern(String suffixOrName, boolean wildcard, InetAddress ip) {
 
-    static HostPattern parse(String raw) throws HostNames.InvalidHostException {
+    public static HostPattern parse(String raw) throws HostNames.InvalidHostException {
         if (raw == null) throw new HostNames.InvalidHostException("missing host");
         if (raw.startsWith("*.")) {
             HostNames.Host h = HostNames.normalize(raw.substring(2));

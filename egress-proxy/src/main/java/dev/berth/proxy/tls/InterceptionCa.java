@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.tls;
 
 import io.netty.handler.ssl.ApplicationProtocolConfig;
 import io.netty.handler.ssl.ApplicationProtocolNames;
@@ -56,14 +56,14 @@ import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
  * Leaves are short-lived (7 days) so a leaked leaf key is worth little; the CA key is what must
  * stay on the host.
  */
-final class InterceptionCa {
-    static final Duration LEAF_LIFETIME = Duration.ofDays(7);
+public final class InterceptionCa {
+    public static final Duration LEAF_LIFETIME = Duration.ofDays(7);
     static final Duration LEAF_RENEW_BEFORE = Duration.ofDays(1);
     private static final Duration CA_LIFETIME = Duration.ofDays(3650);
     private static final Duration BACKDATE = Duration.ofHours(1);
     private static final int MAX_CACHED_LEAVES = 4096;
-    static final String KEY_FILE = "ca.key";
-    static final String CERT_FILE = "ca.crt";
+    public static final String KEY_FILE = "ca.key";
+    public static final String CERT_FILE = "ca.crt";
 
     private record Leaf(SslContext context, X509Certificate certificate) {}
 
@@ -79,7 +79,7 @@ final class InterceptionCa {
     }
 
     /** A fresh in-memory CA. */
-    static InterceptionCa generate(String instance) {
+    public static InterceptionCa generate(String instance) {
         KeyPair kp = rsaKeyPair();
         Instant now = Instant.now();
         X500Name name = new X500NameBuilder(BCStyle.INSTANCE).addRDN(BCStyle.CN, "Berth egress interception CA " + instance)
@@ -102,7 +102,7 @@ final class InterceptionCa {
      * if neither exists. One without the other, a key readable by others, a key that does not
      * match the certificate, or an expired certificate are errors naming the file.
      */
-    static InterceptionCa loadOrCreate(Path dir, String instance) throws IOException {
+    public static InterceptionCa loadOrCreate(Path dir, String instance) throws IOException {
         Path key = dir.resolve(KEY_FILE);
         Path cert = dir.resolve(CERT_FILE);
         boolean hasKey = Files.exists(key);
@@ -146,16 +146,16 @@ final class InterceptionCa {
                 && rk.getModulus().equals(rp.getModulus());
     }
 
-    X509Certificate certificate() {
+    public X509Certificate certificate() {
         return caCert;
     }
 
-    String certificatePem() {
+    public String certificatePem() {
         return Pem.certificate(caCert);
     }
 
     /** Server-side TLS context presenting a leaf for {@code host}: TLS 1.2/1.3, ALPN offers only http/1.1. */
-    SslContext serverContext(String host) {
+    public SslContext serverContext(String host) {
         Leaf l = leaves.get(host);
         if (l == null || l.certificate().getNotAfter().toInstant().isBefore(Instant.now().plus(LEAF_RENEW_BEFORE))) {
             if (leaves.size() >= MAX_CACHED_LEAVES) leaves.clear();
@@ -196,7 +196,7 @@ final class InterceptionCa {
     }
 
     /** A leaf whose SAN lists every name in {@code hosts}; CN is the first. */
-    X509Certificate issue(PublicKey key, List<String> hosts) {
+    public X509Certificate issue(PublicKey key, List<String> hosts) {
         String host = hosts.getFirst();
         Instant now = Instant.now();
         try {
@@ -229,7 +229,7 @@ final class InterceptionCa {
         return new BigInteger(127, r).add(BigInteger.ONE); // positive, at most 16 bytes (RFC 5280)
     }
 
-    static KeyPair rsaKeyPair() {
+    public static KeyPair rsaKeyPair() {
         try {
             KeyPairGenerator g = KeyPairGenerator.getInstance("RSA");
             g.initialize(2048);

@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.http;
 
+import dev.berth.proxy.net.HostNames;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,10 +13,10 @@ import java.util.zip.InflaterInputStream;
  * {@code identity}, or a list of them applied in order), bounded: a body that decodes to more than {@code max} bytes
  * is refused rather than buffered (a small compressed body can expand enormously). Stateless.
  */
-final class ContentCodings {
+public final class ContentCodings {
     private ContentCodings() {}
 
-    static byte[] decode(String contentEncoding, byte[] body, int max) throws IOException {
+    public static byte[] decode(String contentEncoding, byte[] body, int max) throws IOException {
         if (contentEncoding == null || contentEncoding.isBlank()) return body;
         String[] codings = contentEncoding.toLowerCase(Locale.ROOT).split(",");
         byte[] b = body;

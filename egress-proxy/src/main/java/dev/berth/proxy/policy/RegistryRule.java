@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
+import dev.berth.proxy.net.HostNames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -72,7 +73,7 @@ public final class RegistryRule {
     public List<String> exempt() { return exempt; }
 
     /** Is this package exempt from the release age? */
-    boolean exempt(String pkg) {
+    public boolean exempt(String pkg) {
         String n = RegistryPaths.normalizeName(kind, pkg);
         for (String e : exempt) {
             String x = RegistryPaths.normalizeName(kind, e.endsWith("*") ? e.substring(0, e.length() - 1) : e);
@@ -114,9 +115,9 @@ public final class RegistryRule {
     public Kind kind() { return kind; }
     public List<String> hosts() { return hosts; }
     public List<String> pushRepos() { return pushRepos; }
-    List<HostPattern> patterns() { return patterns; }
+    public List<HostPattern> patterns() { return patterns; }
 
-    boolean matchesHost(String canonicalHost) {
+    public boolean matchesHost(String canonicalHost) {
         try {
             HostNames.Host h = HostNames.normalize(canonicalHost);
             for (HostPattern p : patterns) if (p.matches(h)) return true;
@@ -127,7 +128,7 @@ public final class RegistryRule {
     }
 
     /** Why this request is refused, or null if it may go. {@code target} is origin-form (path and query). */
-    String refusal(String host, String method, String target) {
+    public String refusal(String host, String method, String target) {
         String m = method.toUpperCase(Locale.ROOT);
         int q = target.indexOf('?');
         String path = q < 0 ? target : target.substring(0, q);

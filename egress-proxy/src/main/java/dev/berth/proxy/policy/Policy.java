@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
+import dev.berth.proxy.net.HostNames;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -16,8 +17,8 @@ import java.util.TreeSet;
  */
 public final class Policy {
     /** Allowed host/port set for one pattern. */
-    record Entry(HostPattern host, Set<Integer> ports) {
-        Entry {
+    public record Entry(HostPattern host, Set<Integer> ports) {
+        public Entry {
             ports = Set.copyOf(new TreeSet<>(ports));
         }
 
@@ -30,7 +31,7 @@ public final class Policy {
     private static final Policy DENY_ALL = new Policy(List.of());
     private final List<Entry> entries;
 
-    Policy(List<Entry> entries) {
+    public Policy(List<Entry> entries) {
         this.entries = List.copyOf(entries);
     }
 
@@ -125,7 +126,7 @@ public final class Policy {
     }
 
     /** Policy verdict for a canonical host and port; reason names the host/port either way. */
-    Verdict check(HostNames.Host host, int port) {
+    public Verdict check(HostNames.Host host, int port) {
         Set<Integer> portsForHost = new TreeSet<>();
         for (Entry e : entries) {
             if (e.host().matches(host)) {
@@ -144,10 +145,10 @@ public final class Policy {
         return new Verdict(false, "host '" + host.canonical() + "' matches no allowlist entry");
     }
 
-    record Verdict(boolean allowed, String reason) {}
+    public record Verdict(boolean allowed, String reason) {}
 
     /** True if one entry allows every name {@code pattern} matches on at least one of {@code ports} (null: any port). */
-    boolean covers(HostPattern pattern, Set<Integer> ports) {
+    public boolean covers(HostPattern pattern, Set<Integer> ports) {
         for (Entry e : entries) {
             if (pattern.equals(e.host().intersect(pattern)) && (ports == null || e.ports().stream().anyMatch(ports::contains))) return true;
         }
@@ -194,7 +195,7 @@ public final class Policy {
         return entries.isEmpty();
     }
 
-    List<Entry> entries() {
+    public List<Entry> entries() {
         return entries;
     }
 

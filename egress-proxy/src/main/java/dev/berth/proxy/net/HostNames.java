@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.net;
 
 import java.net.IDN;
 import java.net.InetAddress;
@@ -19,23 +19,23 @@ import java.util.Locale;
  * literal in some spelling (decimal, octal, hex, 1-4 parts). We never let such a string reach
  * the resolver, because libc would happily turn {@code 0x7f.1} into 127.0.0.1.
  */
-final class HostNames {
+public final class HostNames {
     private HostNames() {}
 
     /** Result of normalizing a host: either a DNS name or an IP literal (never both). */
-    record Host(String name, InetAddress literal) {
-        boolean isLiteral() {
+    public record Host(String name, InetAddress literal) {
+        public boolean isLiteral() {
             return literal != null;
         }
 
         /** The string used in policy matching, SNI comparison and audit. */
-        String canonical() {
+        public String canonical() {
             return literal != null ? canonicalIp(literal) : name;
         }
     }
 
-    static final class InvalidHostException extends Exception {
-        InvalidHostException(String message) {
+    public static final class InvalidHostException extends Exception {
+        public InvalidHostException(String message) {
             super(message);
         }
     }
@@ -45,7 +45,7 @@ final class HostNames {
      * header, SNI, config entry). Brackets are accepted for IPv6. Throws with a reason naming the
      * offending value.
      */
-    static Host normalize(String raw) throws InvalidHostException {
+    public static Host normalize(String raw) throws InvalidHostException {
         if (raw == null || raw.isEmpty()) {
             throw new InvalidHostException("empty host");
         }
@@ -182,7 +182,7 @@ final class HostNames {
     }
 
     /** Compact, stable text for an address (IPv6 zero-compressed, lowercase). */
-    static String canonicalIp(InetAddress a) {
+    public static String canonicalIp(InetAddress a) {
         byte[] b = a.getAddress();
         if (b.length == 4) {
             return a.getHostAddress();
@@ -219,7 +219,7 @@ final class HostNames {
     }
 
     /** Makes attacker-supplied text safe to put in a reason/log line. */
-    static String printable(String s) {
+    public static String printable(String s) {
         StringBuilder sb = new StringBuilder(Math.min(s.length(), 200));
         for (int i = 0; i < s.length() && i < 200; i++) {
             char c = s.charAt(i);

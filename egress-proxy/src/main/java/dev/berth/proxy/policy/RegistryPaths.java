@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -12,10 +12,10 @@ import java.util.regex.Pattern;
  * version JSON, a Maven file under a version directory), or something else (search, audit, static pages), which the
  * release-age and advisory checks leave alone. Stateless.
  */
-final class RegistryPaths {
+public final class RegistryPaths {
     private RegistryPaths() {}
 
-    enum Type { METADATA, VERSION }
+    public enum Type { METADATA, VERSION }
 
     /**
      * @param pkg the package name in the ecosystem's own spelling (npm {@code @scope/name}, PyPI normalized per PEP
@@ -24,12 +24,12 @@ final class RegistryPaths {
      * @param flavor npm "packument", "tarball", "version document"; pypi "json", "simple", "file", "version json";
      *     maven: the directory of the package ({@code /g/r/o/u/p/artifact/}) for metadata, of the version for files
      */
-    record Request(Type type, RegistryRule.Kind kind, String pkg, String version, String flavor) {}
+    public record Request(Type type, RegistryRule.Kind kind, String pkg, String version, String flavor) {}
 
     private static final Pattern NPM_NAME = Pattern.compile("(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9._~-][a-z0-9._~-]*");
 
     /** Classifies a GET/HEAD request's path (origin-form, query removed), or null if it is neither metadata nor a version. */
-    static Request classify(RegistryRule.Kind kind, String method, String target) {
+    public static Request classify(RegistryRule.Kind kind, String method, String target) {
         if (!method.equals("GET") && !method.equals("HEAD")) return null;
         int q = target.indexOf('?');
         String path = q < 0 ? target : target.substring(0, q);
@@ -136,7 +136,7 @@ final class RegistryPaths {
     }
 
     /** The name as the ecosystem compares it: npm lowercase, PyPI per PEP 503, Maven as is. */
-    static String normalizeName(RegistryRule.Kind kind, String name) {
+    public static String normalizeName(RegistryRule.Kind kind, String name) {
         return switch (kind) {
             case NPM -> name.toLowerCase(Locale.ROOT);
             case PYPI -> name.toLowerCase(Locale.ROOT).replaceAll("[-_.]+", "-");

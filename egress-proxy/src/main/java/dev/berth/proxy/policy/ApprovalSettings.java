@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
 import java.time.Duration;
 import java.util.List;

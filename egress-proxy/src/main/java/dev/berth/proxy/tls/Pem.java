@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.tls;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -17,7 +17,7 @@ import java.util.Base64;
 import java.util.List;
 
 /** PEM encoding of certificates and PKCS#8 private keys (the JDK reads X.509 PEM itself; keys are base64 DER). */
-final class Pem {
+public final class Pem {
     private Pem() {}
 
     static String certificate(X509Certificate c) {
@@ -38,7 +38,7 @@ final class Pem {
     }
 
     /** All certificates in a PEM file; at least one, else an IOException naming the file. */
-    static List<X509Certificate> readCertificates(Path file) throws IOException {
+    public static List<X509Certificate> readCertificates(Path file) throws IOException {
         byte[] bytes = Files.readAllBytes(file);
         try {
             List<X509Certificate> out = new ArrayList<>();

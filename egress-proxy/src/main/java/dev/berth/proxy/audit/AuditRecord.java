@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.audit;
 
 import java.time.Instant;
 
@@ -15,7 +15,7 @@ public record AuditRecord(String event, Instant time, String workspace, String r
                           String method, String host, int port, String resolvedAddress, String decision,
                           String reason, long bytesUp, long bytesDown, long durationMs, String closeReason) {
 
-    static AuditRecord note(String event, String reason) {
+    public static AuditRecord note(String event, String reason) {
         return new AuditRecord(event, Instant.now(), null, null, null, null, null, null, 0, null, null, reason, 0, 0, 0, null);
     }
 }

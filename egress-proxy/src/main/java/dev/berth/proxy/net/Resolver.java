@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.net;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.tls;
 
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -19,10 +19,10 @@ import javax.net.ssl.X509TrustManager;
  * re-establishes the end-to-end guarantee the client gave up by trusting our CA, so this check
  * must be at least as strict as the client's own would have been.
  */
-final class UpstreamTls {
+public final class UpstreamTls {
     private UpstreamTls() {}
 
-    static SslContext clientContext(List<Path> extraPems) throws IOException {
+    public static SslContext clientContext(List<Path> extraPems) throws IOException {
         try {
             KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
             ks.load(null, null);

@@ -1,22 +1,22 @@
-package dev.berth.proxy;
+package dev.berth.proxy.net;
 
 import java.util.Locale;
 
 /** Parsing of request targets (authority-form for CONNECT, absolute-form for HTTP) and Host headers. */
-final class Targets {
+public final class Targets {
     private Targets() {}
 
     /** host is raw (not yet normalized); port resolved with the default. */
-    record Target(String host, int port, String originForm) {}
+    public record Target(String host, int port, String originForm) {}
 
-    static final class BadTarget extends Exception {
-        BadTarget(String m) {
+    public static final class BadTarget extends Exception {
+        public BadTarget(String m) {
             super(m);
         }
     }
 
     /** {@code host:port}, {@code [v6]:port}; port mandatory unless defaultPort > 0. */
-    static Target authority(String a, int defaultPort, String what) throws BadTarget {
+    public static Target authority(String a, int defaultPort, String what) throws BadTarget {
         if (a.isEmpty()) throw new BadTarget(what + " is empty");
         if (a.indexOf('@') >= 0) throw new BadTarget(what + " '" + HostNames.printable(a) + "' contains userinfo ('@')");
         String host;
@@ -57,12 +57,12 @@ final class Targets {
     }
 
     /** Is {@code uri} an absolute-form https:// target? */
-    static boolean isHttps(String uri) {
+    public static boolean isHttps(String uri) {
         return uri.regionMatches(true, 0, "https://", 0, 8);
     }
 
     /** {@code http(s)://authority[/path][?query]}; other schemes are refused. */
-    static Target absolute(String uri) throws BadTarget {
+    public static Target absolute(String uri) throws BadTarget {
         int sep = uri.indexOf("://");
         if (sep <= 0) {
             throw new BadTarget("request target '" + HostNames.printable(uri) + "' is not absolute-form (a proxy needs http://host/...)");

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.audit;
 
 import java.io.IOException;
 import java.io.OutputStream;

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -23,21 +23,21 @@ import tools.jackson.databind.node.ObjectNode;
  * ({@code versions}, {@code latest}, {@code release}). Which versions are hidden is the {@link Verdict}'s call. Pure
  * functions on decoded bodies; thread-safe.
  */
-final class MetadataFilter {
+public final class MetadataFilter {
     private MetadataFilter() {}
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** Why a version is hidden (null: keep it). {@code published} is null when the metadata does not say. */
     @FunctionalInterface
-    interface Verdict {
+    public interface Verdict {
         String hide(String version, Instant published);
     }
 
-    record Hidden(String version, String reason) {}
+    public record Hidden(String version, String reason) {}
 
     /** The rewritten body (the input unchanged when nothing was hidden) and what was hidden. */
-    record Result(byte[] body, List<Hidden> hidden) {}
+    public record Result(byte[] body, List<Hidden> hidden) {}
 
     static Instant parseTime(String s) {
         if (s == null || s.isEmpty()) return null;
@@ -54,7 +54,7 @@ final class MetadataFilter {
 
     // ---- npm
 
-    static Map<String, Instant> npmTimes(JsonNode packument) {
+    public static Map<String, Instant> npmTimes(JsonNode packument) {
         Map<String, Instant> m = new HashMap<>();
         JsonNode time = packument.path("time");
         for (var e : time.properties()) {
@@ -65,7 +65,7 @@ final class MetadataFilter {
         return m;
     }
 
-    static Result npm(byte[] body, Verdict verdict) {
+    public static Result npm(byte[] body, Verdict verdict) {
         JsonNode root = JSON.readTree(body);
         if (!(root instanceof ObjectNode doc) || !(doc.get("versions") instanceof ObjectNode versions)) return new Result(body, List.of());
         Map<String, Instant> times = npmTimes(doc);
@@ -104,7 +104,7 @@ final class MetadataFilter {
 
     // ---- PyPI JSON API (/pypi/<name>/json)
 
-    static Map<String, Instant> pypiJsonTimes(JsonNode doc) {
+    public static Map<String, Instant> pypiJsonTimes(JsonNode doc) {
         Map<String, Instant> m = new HashMap<>();
         for (var e : doc.path("releases").properties()) {
             Instant first = null;
@@ -117,7 +117,7 @@ final class MetadataFilter {
         return m;
     }
 
-    static Result pypiJson(byte[] body, Verdict verdict) {
+    public static Result pypiJson(byte[] body, Verdict verdict) {
         JsonNode root = JSON.readTree(body);
         if (!(root instanceof ObjectNode doc) || !(doc.get("releases") instanceof ObjectNode releases)) return new Result(body, List.of());
         Map<String, Instant> times = pypiJsonTimes(doc);
@@ -149,7 +149,7 @@ final class MetadataFilter {
     // ---- PyPI Simple API (PEP 503 HTML, PEP 691 JSON)
 
     /** PEP 691 {@code upload-time} per version (earliest file), if every file carries one; else null. */
-    static Map<String, Instant> pypiSimpleJsonTimes(byte[] body) {
+    public static Map<String, Instant> pypiSimpleJsonTimes(byte[] body) {
         JsonNode doc = JSON.readTree(body);
         Map<String, Instant> m = new HashMap<>();
         for (JsonNode f : doc.path("files")) {
@@ -162,7 +162,7 @@ final class MetadataFilter {
         return m;
     }
 
-    static Result pypiSimpleJson(byte[] body, Map<String, Instant> times, Verdict verdict) {
+    public static Result pypiSimpleJson(byte[] body, Map<String, Instant> times, Verdict verdict) {
         JsonNode root = JSON.readTree(body);
         if (!(root instanceof ObjectNode doc) || !(doc.get("files") instanceof ArrayNode files)) return new Result(body, List.of());
         Map<String, String> decided = new LinkedHashMap<>();
@@ -186,7 +186,7 @@ final class MetadataFilter {
 
     private static final Pattern ANCHOR = Pattern.compile("<a\\b[^>]*>([^<]*)</a>(\\s*<br\\s*/?>)?", Pattern.CASE_INSENSITIVE);
 
-    static Result pypiSimpleHtml(byte[] body, Map<String, Instant> times, Verdict verdict) {
+    public static Result pypiSimpleHtml(byte[] body, Map<String, Instant> times, Verdict verdict) {
         String html = new String(body, StandardCharsets.UTF_8);
         Map<String, String> decided = new LinkedHashMap<>();
         Matcher m = ANCHOR.matcher(html);
@@ -215,7 +215,7 @@ final class MetadataFilter {
     private static final Pattern VERSION = Pattern.compile("\\s*<version>\\s*([^<\\s]+)\\s*</version>");
 
     /** The versions listed in a maven-metadata.xml, in file order (Maven lists them oldest first). */
-    static List<String> mavenVersions(byte[] body) {
+    public static List<String> mavenVersions(byte[] body) {
         Matcher m = VERSIONS.matcher(new String(body, StandardCharsets.UTF_8));
         List<String> vs = new ArrayList<>();
         if (!m.find()) return vs;
@@ -224,7 +224,7 @@ final class MetadataFilter {
         return vs;
     }
 
-    static Result maven(byte[] body, Map<String, Instant> times, Verdict verdict) {
+    public static Result maven(byte[] body, Map<String, Instant> times, Verdict verdict) {
         String xml = new String(body, StandardCharsets.UTF_8);
         Matcher m = VERSIONS.matcher(xml);
         if (!m.find()) return new Result(body, List.of());

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -10,7 +10,7 @@ import java.util.Set;
  * the tools actually contact, port 443 only, except Debian mirrors which are commonly plain
  * HTTP (apt verifies signatures, so port 80 is named explicitly there).
  */
-final class Presets {
+public final class Presets {
     private Presets() {}
 
     private static final Map<String, List<String>> PRESETS = new LinkedHashMap<>();
@@ -27,12 +27,12 @@ final class Presets {
     }
 
     /** Entries for a preset, or null if unknown. */
-    static List<Policy.Entry> get(String name) {
+    public static List<Policy.Entry> get(String name) {
         List<String> specs = PRESETS.get(name);
         return specs == null ? null : Policy.of(specs).entries();
     }
 
-    static Set<String> names() {
+    public static Set<String> names() {
         return PRESETS.keySet();
     }
 }

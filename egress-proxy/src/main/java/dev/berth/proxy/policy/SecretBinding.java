@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.policy;
 
+import dev.berth.proxy.net.HostNames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -14,8 +15,8 @@ import java.util.regex.Pattern;
  * it, and neither does any exception message thrown here.
  */
 public final class SecretBinding {
-    static final Pattern NAME = Pattern.compile("[a-z0-9_]{1,32}");
-    static final Pattern ENV = Pattern.compile("[A-Z_][A-Z0-9_]{0,63}");
+    public static final Pattern NAME = Pattern.compile("[a-z0-9_]{1,32}");
+    public static final Pattern ENV = Pattern.compile("[A-Z_][A-Z0-9_]{0,63}");
 
     private final String name;
     private final String env;
@@ -121,7 +122,7 @@ public final class SecretBinding {
     public List<String> headers() { return headers; }
 
     /** Is {@code headerName} (any case) one this binding's placeholder is substituted in? */
-    boolean injectsInto(String headerName) {
+    public boolean injectsInto(String headerName) {
         for (String h : headers) if (h.equalsIgnoreCase(headerName)) return true;
         return false;
     }
@@ -145,10 +146,10 @@ public final class SecretBinding {
         return false;
     }
 
-    List<HostPattern> patterns() { return patterns; }
+    public List<HostPattern> patterns() { return patterns; }
 
     /** The real value. Package-private: only the substitution and response redaction read it. */
-    String value() { return value; }
+    public String value() { return value; }
 
     @Override
     public String toString() {

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.http;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -12,10 +12,10 @@ import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 
 /** Proxy-generated responses. The reason goes in the body and in X-Berth-Denial (sanitized). */
-final class Responses {
+public final class Responses {
     private Responses() {}
 
-    static ChannelFuture send(Channel ch, int status, String reason, boolean keepAlive) {
+    public static ChannelFuture send(Channel ch, int status, String reason, boolean keepAlive) {
         byte[] body = (reason + "\n").getBytes(StandardCharsets.UTF_8);
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(status),
                 Unpooled.wrappedBuffer(body));

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.net;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

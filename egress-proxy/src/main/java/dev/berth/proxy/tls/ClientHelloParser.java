@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.tls;
 
 import io.netty.buffer.ByteBuf;
 import java.nio.charset.StandardCharsets;
@@ -14,11 +14,11 @@ import java.nio.charset.StandardCharsets;
  * <p>Only the first record is examined; a ClientHello spanning several records is refused
  * (real clients fit it into one record, including post-quantum key shares at ~1.8 KB).
  */
-final class ClientHelloParser {
+public final class ClientHelloParser {
     private ClientHelloParser() {}
 
     /** Result: NEED_MORE, or a parsed SNI (null = absent), or an error reason. */
-    record Result(boolean needMore, String sni, String error) {
+    public record Result(boolean needMore, String sni, String error) {
         static final Result NEED_MORE = new Result(true, null, null);
 
         static Result error(String reason) {
@@ -26,9 +26,9 @@ final class ClientHelloParser {
         }
     }
 
-    static final int MAX_RECORD = 16384 + 256;
+    public static final int MAX_RECORD = 16384 + 256;
 
-    static Result parse(ByteBuf buf) {
+    public static Result parse(ByteBuf buf) {
         int base = buf.readerIndex();
         int avail = buf.readableBytes();
         if (avail < 1) return Result.NEED_MORE;

@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.http;
 
+import dev.berth.proxy.net.HostNames;
 import io.netty.buffer.ByteBuf;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,12 +10,12 @@ import java.util.Locale;
  * A parsed, validated HTTP/1.x request head. Body framing has already been checked by
  * {@link RequestDecoder}: at most one of {@code chunked} / {@code contentLength >= 0}.
  */
-final class RequestHead {
-    final String method;
-    final String target;
-    final String version;
+public final class RequestHead {
+    public final String method;
+    public final String target;
+    public final String version;
     /** Header (name, value) pairs in arrival order; names as sent. */
-    final List<String[]> headers;
+    public final List<String[]> headers;
     final boolean chunked;
     final long contentLength;
 
@@ -27,11 +28,11 @@ final class RequestHead {
         this.contentLength = contentLength;
     }
 
-    boolean hasBody() {
+    public boolean hasBody() {
         return chunked || contentLength > 0;
     }
 
-    List<String> all(String name) {
+    public List<String> all(String name) {
         List<String> out = new ArrayList<>(1);
         for (String[] h : headers) {
             if (h[0].equalsIgnoreCase(name)) out.add(h[1]);
@@ -49,23 +50,23 @@ final class RequestHead {
         return false;
     }
 
-    boolean wantsClose() {
+    public boolean wantsClose() {
         if (connectionHas("close")) return true;
         return "HTTP/1.0".equals(version) && !connectionHas("keep-alive");
     }
 
     /** A body fragment, passed through to the upstream verbatim (already validated framing). */
-    record Body(ByteBuf content, boolean last) {}
+    public record Body(ByteBuf content, boolean last) {}
 
     /** The request head (or connection) was malformed; respond with status and close. */
-    record Failure(int status, String reason) {}
+    public record Failure(int status, String reason) {}
 
     String summary() {
         return method.toUpperCase(Locale.ROOT) + " " + HostNames.printable(target);
     }
 
     /** Bytes of this head on the wire (request line, header lines, CRLFs), for the byte quota. */
-    long wireBytes() {
+    public long wireBytes() {
         long n = method.length() + target.length() + version.length() + 4L + 2;
         for (String[] h : headers) n += h[0].length() + h[1].length() + 4L;
         return n;

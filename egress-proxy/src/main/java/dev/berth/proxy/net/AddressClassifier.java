@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.net;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -13,19 +13,19 @@ import java.net.UnknownHostException;
  * embedded IPv4 addresses are classified recursively so the reason names the real target.
  * Ranges follow the IANA special-purpose registries (RFC 6890 and successors).
  */
-final class AddressClassifier {
+public final class AddressClassifier {
     private AddressClassifier() {}
 
-    enum Kind { PUBLIC, LOOPBACK, PRIVATE, LINK_LOCAL, CLOUD_METADATA, CGNAT, MULTICAST, UNSPECIFIED, BROADCAST, RESERVED, DOCUMENTATION, ULA }
+    public enum Kind { PUBLIC, LOOPBACK, PRIVATE, LINK_LOCAL, CLOUD_METADATA, CGNAT, MULTICAST, UNSPECIFIED, BROADCAST, RESERVED, DOCUMENTATION, ULA }
 
     /** Classification with a human reason, e.g. "10.0.0.1 is private (RFC 1918 10/8)". */
-    record Result(Kind kind, String description) {
-        boolean isPublic() {
+    public record Result(Kind kind, String description) {
+        public boolean isPublic() {
             return kind == Kind.PUBLIC;
         }
     }
 
-    static Result classify(InetAddress a) {
+    public static Result classify(InetAddress a) {
         byte[] b = a.getAddress();
         return b.length == 4 ? classifyV4(b) : classifyV6(b);
     }

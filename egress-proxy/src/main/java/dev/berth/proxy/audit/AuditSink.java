@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.audit;
 
 /** Where audit records go. Called from event-loop threads; must not block for long. */
 public interface AuditSink extends AutoCloseable {

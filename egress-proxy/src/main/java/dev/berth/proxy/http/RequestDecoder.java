@@ -1,5 +1,6 @@
-package dev.berth.proxy;
+package dev.berth.proxy.http;
 
+import dev.berth.proxy.net.HostNames;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
@@ -24,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * framing, which is forwarded verbatim once validated), or a {@link RequestHead.Failure}. After a
  * complete message it pauses until {@link #resume} so requests are handled strictly one at a time.
  */
-final class RequestDecoder extends ByteToMessageDecoder {
+public final class RequestDecoder extends ByteToMessageDecoder {
     private enum State { HEAD, FIXED, CHUNK_SIZE, CHUNK_DATA, CHUNK_CRLF, TRAILER, PAUSED, FAILED }
 
     private final int maxHeaderBytes;
@@ -35,7 +36,7 @@ final class RequestDecoder extends ByteToMessageDecoder {
     private long requestSeq;
     private ScheduledFuture<?> headTimer;
 
-    RequestDecoder(int maxHeaderBytes, int maxHeaderCount, long headerTimeoutMs) {
+    public RequestDecoder(int maxHeaderBytes, int maxHeaderCount, long headerTimeoutMs) {
         this.maxHeaderBytes = maxHeaderBytes;
         this.maxHeaderCount = maxHeaderCount;
         this.headerTimeoutMs = headerTimeoutMs;
@@ -52,7 +53,7 @@ final class RequestDecoder extends ByteToMessageDecoder {
     }
 
     /** Continue with the next pipelined request (if any bytes are already buffered). */
-    void resume(ChannelHandlerContext ctx) {
+    public void resume(ChannelHandlerContext ctx) {
         if (state != State.PAUSED) return;
         state = State.HEAD;
         requestSeq++;
