@@ -72,7 +72,7 @@ public final class AuditVerifier {
             header = Arrays.copyOf(header, header.length - 1);
             Map<String, Object> h;
             try {
-                h = AuditLog.checkHeader(header, file);
+                h = AuditFormat.checkHeader(header, file);
             } catch (AuditException e) {
                 return new Report(log, file, Status.UNREADABLE, 0, 0, null, 0, 1, e.getMessage());
             }
@@ -82,7 +82,7 @@ public final class AuditVerifier {
             long seq = 0;
             long lineNo = 1;
             Map<Long, String> hashes = new java.util.HashMap<>(); // seq -> hash, to check the head against the chain
-            Head head = readHead(AuditLog.headOf(file));
+            Head head = readHead(AuditFormat.headOf(file));
             byte[] line;
             while ((line = readLine(in)) != null) {
                 lineNo++;

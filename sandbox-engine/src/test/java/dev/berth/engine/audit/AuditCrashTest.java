@@ -41,7 +41,7 @@ class AuditCrashTest {
         Process p = new ProcessBuilder(javaBin, "-cp", System.getProperty("java.class.path"), AuditCrashTest.class.getName(), home.toString())
                 .redirectErrorStream(true).redirectOutput(home.resolve("child.out").toFile()).start();
         Path log = AuditTrail.tenantLog(home.resolve("audit"), "t");
-        Path head = AuditLog.headOf(log);
+        Path head = AuditFormat.headOf(log);
         Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
         // wait (polling the real files, bounded) until the child has fsynced at least 500 records
         while (headSeq(head) < 500) {

@@ -114,7 +114,7 @@ class AuditLogTest {
     @Test
     void verify_headEdited_isBroken() throws Exception {
         Path f = writeLog(3);
-        Path head = AuditLog.headOf(f);
+        Path head = AuditFormat.headOf(f);
         Files.writeString(head, Files.readString(head).replace("\"seq\":3", "\"seq\":2"));
         var r = AuditVerifier.verify(f, key());
         assertEquals(Status.BROKEN, r.status());
@@ -209,7 +209,7 @@ class AuditLogTest {
     @Test
     void zeroedHole_pastTheHeadIsACrash_withinItIsBroken() throws Exception {
         Path f = writeLog(3);
-        Path head = AuditLog.headOf(f);
+        Path head = AuditFormat.headOf(f);
         byte[] headAt3 = Files.readAllBytes(head);
         try (AuditTrail t = trail()) {
             t.record("t", "note", Map.of("n", 4));
