@@ -24,6 +24,10 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -44,11 +48,13 @@ import org.junit.jupiter.api.TestInstance;
 public abstract class AbstractTeardownContractTest {
     /** Processes killed at close may take a moment to be reaped by the kernel: how long the census may take to settle. */
     private static final Duration SETTLE = Duration.ofSeconds(30);
+    /** Cycles in flight at once. */
+    private static final int PARALLEL = 4;
 
     private Path home;
     private Engine engine;
     /** Every workspace id this class opened: the cgroup census looks for these (other processes share the host). */
-    private final List<String> opened = new ArrayList<>();
+    private final List<String> opened = new CopyOnWriteArrayList<>();
 
     /** The level under test. */
     protected abstract Level level();
@@ -77,11 +83,39 @@ public abstract class AbstractTeardownContractTest {
         engine.closeWorkspace(Tenant.LOCAL, id, false);
     }
 
+    /** One numbered cycle. */
+    @FunctionalInterface
+    private interface Cycle {
+        void run(int i) throws Exception;
+    }
+
+    /**
+     * Cycles 1..{@code n}, {@link #PARALLEL} at a time: as many cycles as one after the other, with closes racing
+     * opens as they do on a server with several agents, in a fraction of the wall time (a cycle mostly waits on
+     * process starts and the agent's handshake).
+     */
+    private static void inParallel(int n, Cycle cycle) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(PARALLEL);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int i = 1; i <= n; i++) {
+                int number = i;
+                done.add(pool.submit(() -> {
+                    cycle.run(number);
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) f.get();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void openRunCloseCycles_leaveNothingBehind() throws Exception {
         cycle(0);
         Map<String, Object> before = census();
-        for (int i = 1; i <= cycles(); i++) cycle(i);
+        inParallel(cycles(), this::cycle);
         assertEquals(Map.of(), settledDifferences(before), "left behind after " + cycles() + " cycles on " + engine.defaultIsolation());
     }
 
@@ -95,18 +129,21 @@ public abstract class AbstractTeardownContractTest {
         Path audit = AuditTrail.tenantLog(home.resolve("audit"), "local");
         Await.until("the snapshot's digest is recorded", Duration.ofSeconds(300),
                 () -> Files.exists(audit) && Files.readString(audit).contains("\"snapshot_digest\""));
-        Map<String, Object> before = null;
-        for (int i = 0; i <= Math.max(2, cycles() / 5); i++) {
-            if (i == 1) before = census(); // after a first cycle, as above
-            for (OpenResult f : engine.openMany(Tenant.LOCAL, new OpenRequest(null, "ephemeral", "tpl-snap", null, null), 2)) {
-                String id = f.workspace().id();
-                opened.add(id);
-                RunResult r = engine.run(Tenant.LOCAL, RunRequest.of(id, "cat /workspace/state"), OutputListener.NONE);
-                assertEquals("prepared\n", r.stdout(), r.toString());
-                engine.closeWorkspace(Tenant.LOCAL, id, false);
-            }
-        }
+        forkCycle(0);
+        Map<String, Object> before = census(); // after a first cycle, as above
+        inParallel(Math.max(2, cycles() / 5), this::forkCycle);
         assertEquals(Map.of(), settledDifferences(before), "left behind after fork cycles on " + engine.defaultIsolation());
+    }
+
+    /** Two forks of the template's snapshot, each run and closed. */
+    private void forkCycle(int i) throws EngineException {
+        for (OpenResult f : engine.openMany(Tenant.LOCAL, new OpenRequest(null, "ephemeral", "tpl-snap", null, null), 2)) {
+            String id = f.workspace().id();
+            opened.add(id);
+            RunResult r = engine.run(Tenant.LOCAL, RunRequest.of(id, "cat /workspace/state"), OutputListener.NONE);
+            assertEquals("prepared\n", r.stdout(), "fork cycle " + i + ": " + r);
+            engine.closeWorkspace(Tenant.LOCAL, id, false);
+        }
     }
 
     /** The differences from {@code before} once the census is back to it, or as they stand after {@link #SETTLE}. */
