@@ -48,8 +48,6 @@ import org.junit.jupiter.api.TestInstance;
 public abstract class AbstractTeardownContractTest {
     /** Processes killed at close may take a moment to be reaped by the kernel: how long the census may take to settle. */
     private static final Duration SETTLE = Duration.ofSeconds(30);
-    /** Cycles in flight at once. */
-    private static final int PARALLEL = 4;
 
     private Path home;
     private Engine engine;
@@ -61,6 +59,14 @@ public abstract class AbstractTeardownContractTest {
 
     /** Open -> run -> close cycles after the first; the fork case makes {@code max(2, cycles / 5)} rounds of two forks. */
     protected abstract int cycles();
+
+    /**
+     * Cycles in flight at once. Four where a cycle mostly waits (process starts, the agent's handshake); a level whose
+     * start is CPU-bound (a TCG guest boot) says fewer.
+     */
+    protected int parallel() {
+        return 4;
+    }
 
     @BeforeAll
     void start() throws Exception {
@@ -90,12 +96,12 @@ public abstract class AbstractTeardownContractTest {
     }
 
     /**
-     * Cycles 1..{@code n}, {@link #PARALLEL} at a time: as many cycles as one after the other, with closes racing
+     * Cycles 1..{@code n}, {@link #parallel()} at a time: as many cycles as one after the other, with closes racing
      * opens as they do on a server with several agents, in a fraction of the wall time (a cycle mostly waits on
      * process starts and the agent's handshake).
      */
-    private static void inParallel(int n, Cycle cycle) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(PARALLEL);
+    private void inParallel(int n, Cycle cycle) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(parallel());
         try {
             List<Future<?>> done = new ArrayList<>();
             for (int i = 1; i <= n; i++) {
