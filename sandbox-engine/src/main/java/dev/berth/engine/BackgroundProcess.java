@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.TrackedProcess;
+import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.run.OutputLog;
 
 import dev.berth.engine.agent.ExecExit;
@@ -17,7 +20,7 @@ import java.nio.charset.StandardCharsets;
  * ({@link ExecHandle#run()}, protocol ATTACH) on the next one. Its id, command, run name and pid are persisted in
  * the workspace record ({@link Store.ProcessRecord}) so a new server can do the same after a crash.
  */
-final class BackgroundProcess implements ExecListener {
+final class BackgroundProcess implements ExecListener, TrackedProcess {
     static final int LOG_CAPACITY = 1 << 20;
 
     final String id;
@@ -69,7 +72,8 @@ final class BackgroundProcess implements ExecListener {
     }
 
     /** What the workspace record keeps of it, or null when it cannot be re-attached (no run name) or is over. */
-    Store.ProcessRecord record() {
+    @Override
+    public Store.ProcessRecord record() {
         ExecHandle h = handle;
         if (h.run() == null || onEnd.get() == null && !(h instanceof Detached)) return null;
         if (h.exit().isDone() && !suspended) return null;
@@ -133,12 +137,29 @@ final class BackgroundProcess implements ExecListener {
     }
 
     /** The process is over as far as the engine is concerned. Idempotent. */
-    void ended() {
+    @Override
+    public void ended() {
         Runnable r = onEnd.getAndSet(null);
         if (r != null) r.run();
     }
 
     ExecHandle handle() { return handle; }
+
+    @Override public String id() { return id; }
+
+    @Override public java.time.Instant lastOutputAt() { return lastOutputAt; }
+
+    @Override public boolean finished() { return !running() && handle.exit().isDone(); }
+
+    /** The background process {@code id} of {@code ws}, or null. Every process a workspace tracks is one: only runs start them. */
+    static BackgroundProcess of(Workspace ws, String id) {
+        return (BackgroundProcess) ws.process(id);
+    }
+
+    /** The background processes of {@code ws}, as a copy. */
+    static java.util.List<BackgroundProcess> all(Workspace ws) {
+        return ws.processList().stream().map(BackgroundProcess.class::cast).toList();
+    }
 
     /**
      * Sends {@code signal} ("TERM", "KILL", "INT", "HUP"; null = none) to the process tree, then waits up to
@@ -191,7 +212,8 @@ final class BackgroundProcess implements ExecListener {
     @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = clock.instant(); }
     @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = clock.instant(); }
 
-    boolean running() {
+    @Override
+    public boolean running() {
         if (lostBecause != null) return false;
         return suspended || !handle.exit().isDone();
     }

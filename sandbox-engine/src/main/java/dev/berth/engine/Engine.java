@@ -1,5 +1,11 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.HomeLock;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.egress.EgressPolicies;
 
 import dev.berth.engine.EngineException.Kind;
@@ -273,7 +279,7 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
                                  int waitSeconds, String signal, int maxBytes) throws EngineException {
         Workspace ws = registry.resolve(tenant, ref);
-        BackgroundProcess bp = ws.process(processId);
+        BackgroundProcess bp = BackgroundProcess.of(ws, processId);
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");

@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Resources;
 import java.util.ArrayList;

@@ -10,7 +10,7 @@ public final class HomeOwnedException extends EngineException {
     private final Path home;
     private final Long ownerPid;
 
-    HomeOwnedException(Path home, Long ownerPid, String message) {
+    public HomeOwnedException(Path home, Long ownerPid, String message) {
         super(Kind.CONFLICT, message);
         this.home = home;
         this.ownerPid = ownerPid;

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import java.time.Instant;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.json.JsonMapper;

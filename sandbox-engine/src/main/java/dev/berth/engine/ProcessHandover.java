@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.egress.EgressPolicies;
 
@@ -29,7 +31,7 @@ final class ProcessHandover {
         AgentClient agent = ws.sandbox() == null ? null : ws.sandbox().agent();
         if (agent == null || !agent.supportsAttach()) return 0;
         int n = 0;
-        for (BackgroundProcess bp : ws.processList()) {
+        for (BackgroundProcess bp : BackgroundProcess.all(ws)) {
             if (bp.running() && bp.handle().run() != null) {
                 bp.suspend();
                 n++;
@@ -44,7 +46,7 @@ final class ProcessHandover {
      * workspace's next result says so. Caller holds the workspace lock.
      */
     static void reattachAll(Workspace ws) {
-        for (BackgroundProcess bp : ws.processList()) {
+        for (BackgroundProcess bp : BackgroundProcess.all(ws)) {
             if (!bp.suspended()) continue;
             if (bp.connected()) {
                 bp.resumeInPlace(); // the park did not happen: same connection, nothing to take over

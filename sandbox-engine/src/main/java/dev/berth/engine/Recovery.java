@@ -1,6 +1,10 @@
 package dev.berth.engine;
 
-import dev.berth.engine.run.RunJournal;
+import dev.berth.engine.workspace.RunJournal;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.egress.EgressPolicies;
 
@@ -163,7 +167,7 @@ final class Recovery {
 
     /** Restored processes that cannot come back: reported lost, not tracked. */
     private static void forgetRestored(Workspace ws, String why) {
-        for (BackgroundProcess bp : ws.processList()) {
+        for (BackgroundProcess bp : BackgroundProcess.all(ws)) {
             if (bp.suspended()) bp.lost(why);
         }
         ws.forgetProcesses();

@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.CredentialGrant;
 import dev.berth.proxy.SecretBinding;

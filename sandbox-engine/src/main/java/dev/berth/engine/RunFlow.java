@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.egress.WorkspaceEgress;
 
 import dev.berth.engine.audit.AuditLog;

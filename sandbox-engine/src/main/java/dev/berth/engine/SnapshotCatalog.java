@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Store;
 import dev.berth.engine.EngineException.Kind;
 import java.io.IOException;
 import java.nio.file.Files;

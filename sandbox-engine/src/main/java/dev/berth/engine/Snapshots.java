@@ -1,5 +1,11 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;

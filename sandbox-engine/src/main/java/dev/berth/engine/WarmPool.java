@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;

@@ -1,10 +1,16 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.egress.EgressPolicies;
 
 import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.Transitions.Step;
+import dev.berth.engine.workspace.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.IsolationLevel;
 import dev.berth.engine.spi.Resources;

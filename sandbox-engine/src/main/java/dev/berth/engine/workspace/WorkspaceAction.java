@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
 /**
  * Every action a caller can ask of a workspace, as one closed set, so that {@link Transitions#admit} decides each

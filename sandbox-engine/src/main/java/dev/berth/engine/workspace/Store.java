@@ -1,5 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
+import dev.berth.engine.ImageRef;
+import dev.berth.engine.SnapshotInfo;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.Resources;
 import java.io.IOException;
@@ -22,21 +25,21 @@ import tools.jackson.databind.json.JsonMapper;
  * home/run/ID/                        driver-owned runtime files; wiped at start-up
  * </pre>
  */
-final class Store {
+public final class Store {
     /**
      * 5 added {@code processes}, 4 {@code image}, 3 {@code damage}, 2 {@code secrets}; 1 to 4 are still read (no
      * background process to re-attach; 1 to 3 on the built-in image).
      */
-    static final int WORKSPACE_VERSION = 5;
+    public static final int WORKSPACE_VERSION = 5;
     /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
-    static final int OLDEST_WORKSPACE_VERSION = 1;
+    public static final int OLDEST_WORKSPACE_VERSION = 1;
     /** 2 added {@code image}; 1 is still read (a snapshot of a workspace on the built-in image). */
-    static final int SNAPSHOT_VERSION = 2;
-    static final int OLDEST_SNAPSHOT_VERSION = 1;
+    public static final int SNAPSHOT_VERSION = 2;
+    public static final int OLDEST_SNAPSHOT_VERSION = 1;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */
-    record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
+    public record WorkspaceRecord(String id, String tenant, String name, String lifecycle, String isolation, String state,
                            String createdAt, String lastUsedAt, String fromSnapshot, Resources resources,
                            List<String> egress, List<String> secrets, String damage, ImageRef image,
                            List<ProcessRecord> processes) {}
@@ -45,23 +48,23 @@ final class Store {
      * A background process the workspace's agent may still run: {@code run} is its agent run name (protocol ATTACH),
      * {@code egress} its run's egress narrowing as asked for (null: none).
      */
-    record ProcessRecord(String id, String command, String run, int pid, String startedAt, List<String> egress) {}
+    public record ProcessRecord(String id, String command, String run, int pid, String startedAt, List<String> egress) {}
 
     /** Persisted fields of a snapshot. */
     /** {@code parent}: the snapshot the workspace was forked from, if any (its state may build on the parent's). */
-    record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
+    public record SnapshotRecord(String id, String tenant, String name, String workspaceId, String isolation, boolean memoryKept,
                           long stateBytes, String createdAt, String parent, ImageRef image) {
-        SnapshotInfo info() {
+        public SnapshotInfo info() {
             return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, Instant.parse(createdAt), List.of());
         }
     }
 
-    final Path home;
-    final Path workspaces;
-    final Path snapshots;
-    final Path run;
+    public final Path home;
+    public final Path workspaces;
+    public final Path snapshots;
+    public final Path run;
 
-    Store(Path home) throws IOException {
+    public Store(Path home) throws IOException {
         this.home = home.toAbsolutePath();
         this.workspaces = this.home.resolve("workspaces");
         this.snapshots = this.home.resolve("snapshots");
@@ -75,15 +78,15 @@ final class Store {
         Files.setPosixFilePermissions(snapshots, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
     }
 
-    static void traverseOnly(Path dir) throws IOException {
+    public static void traverseOnly(Path dir) throws IOException {
         Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
     }
 
-    Path workspaceDir(String id) { return workspaces.resolve(id); }
-    Path runtimeDir(String id) { return run.resolve(id); }
-    Path snapshotDir(String id) { return snapshots.resolve(id); }
+    public Path workspaceDir(String id) { return workspaces.resolve(id); }
+    public Path runtimeDir(String id) { return run.resolve(id); }
+    public Path snapshotDir(String id) { return snapshots.resolve(id); }
 
-    void save(Workspace ws) throws IOException {
+    public void save(Workspace ws) throws IOException {
         // one writer per workspace at a time: MetaFile.write goes through one temporary file
         synchronized (ws) {
             saveLocked(ws);
@@ -99,32 +102,32 @@ final class Store {
         MetaFile.write(ws.dir.resolve("workspace.meta"), "workspace", WORKSPACE_VERSION, JSON.writeValueAsString(rec));
     }
 
-    WorkspaceRecord loadWorkspace(Path dir) throws IOException {
+    public WorkspaceRecord loadWorkspace(Path dir) throws IOException {
         return JSON.readValue(MetaFile.read(dir.resolve("workspace.meta"), "workspace", OLDEST_WORKSPACE_VERSION, WORKSPACE_VERSION),
                 WorkspaceRecord.class);
     }
 
-    void save(Path snapshotDir, SnapshotRecord rec) throws IOException {
+    public void save(Path snapshotDir, SnapshotRecord rec) throws IOException {
         MetaFile.write(snapshotDir.resolve("snapshot.meta"), "snapshot", SNAPSHOT_VERSION, JSON.writeValueAsString(rec));
     }
 
-    SnapshotRecord loadSnapshot(Path dir) throws IOException {
+    public SnapshotRecord loadSnapshot(Path dir) throws IOException {
         return JSON.readValue(MetaFile.read(dir.resolve("snapshot.meta"), "snapshot", OLDEST_SNAPSHOT_VERSION, SNAPSHOT_VERSION),
                 SnapshotRecord.class);
     }
 
-    static List<Path> children(Path dir) throws IOException {
+    public static List<Path> children(Path dir) throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
             return new ArrayList<>(s.filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList());
         }
     }
 
-    static void deleteTree(Path root) throws IOException { dev.berth.engine.spi.Trees.delete(root); }
+    public static void deleteTree(Path root) throws IOException { dev.berth.engine.spi.Trees.delete(root); }
 
-    static long treeBytes(Path root) { return dev.berth.engine.spi.Trees.bytes(root); }
+    public static long treeBytes(Path root) { return dev.berth.engine.spi.Trees.bytes(root); }
 
     /** Deletes a tree, logging (not throwing) what could not be deleted: for clean-up after a failure. */
-    static void deleteQuietly(Path p) {
+    public static void deleteQuietly(Path p) {
         try {
             deleteTree(p);
         } catch (IOException e) {

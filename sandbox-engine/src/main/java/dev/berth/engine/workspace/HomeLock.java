@@ -1,5 +1,7 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.HomeOwnedException;
 import dev.berth.engine.EngineException.Kind;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -17,7 +19,7 @@ import java.nio.file.StandardOpenOption;
  * included) and the next start takes over cleanly; the file also names the owner's pid for messages. Thread-safe.
  */
 public final class HomeLock implements AutoCloseable {
-    static final String FILE = "owner.lock";
+    public static final String FILE = "owner.lock";
 
     private final FileChannel channel;
     private final FileLock lock;

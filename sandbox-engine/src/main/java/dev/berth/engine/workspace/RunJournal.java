@@ -1,4 +1,4 @@
-package dev.berth.engine.run;
+package dev.berth.engine.workspace;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

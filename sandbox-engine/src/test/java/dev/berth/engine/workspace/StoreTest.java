@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

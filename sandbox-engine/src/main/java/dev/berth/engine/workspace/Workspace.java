@@ -1,6 +1,11 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
-import dev.berth.engine.run.RunJournal;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.ImageRef;
+import dev.berth.engine.Lifecycle;
+import dev.berth.engine.LifecyclePolicy;
+import dev.berth.engine.WorkspaceInfo;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.egress.WorkspaceEgress;
 
 import dev.berth.engine.spi.IsolationDriver;
@@ -26,35 +31,35 @@ import java.util.concurrent.locks.ReentrantLock;
  * is either fixed at construction or changed by a method named for what happened (a sandbox attached, a call
  * started or ended, a run flushed), never assigned from another class.
  */
-final class Workspace {
-    final String id;
-    final String tenant;
-    final String name;
-    final Lifecycle lifecycle;
-    final IsolationDriver driver;
-    final Instant createdAt;
-    final String fromSnapshot;
-    final Resources resources;
-    final Path dir;        // <home>/workspaces/<id>: workspace.meta and state/
-    final Path runtimeDir; // <home>/run/<id>
-    final ReentrantLock lock = new ReentrantLock();
+public final class Workspace {
+    public final String id;
+    public final String tenant;
+    public final String name;
+    public final Lifecycle lifecycle;
+    public final IsolationDriver driver;
+    public final Instant createdAt;
+    public final String fromSnapshot;
+    public final Resources resources;
+    public final Path dir;        // <home>/workspaces/<id>: workspace.meta and state/
+    public final Path runtimeDir; // <home>/run/<id>
+    public final ReentrantLock lock = new ReentrantLock();
 
     /** Background processes by id; guarded by itself. */
-    private final Map<String, BackgroundProcess> processes = new LinkedHashMap<>();
+    private final Map<String, TrackedProcess> processes = new LinkedHashMap<>();
 
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
-    final List<String> egressRequest;
-    final WorkspaceEgress egress;
+    public final List<String> egressRequest;
+    public final WorkspaceEgress egress;
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
-    final List<String> secrets;
+    public final List<String> secrets;
 
     /** Runs in flight, on disk, so the server after a crash can say which it lost. */
-    final RunJournal journal;
+    public final RunJournal journal;
 
     /** The operator's lifecycle policy for this workspace's tenant, fixed at open or recovery. */
-    final LifecyclePolicy policy;
+    public final LifecyclePolicy policy;
     /** The engine's clock: activity and the idle and TTL deadlines are measured in it. */
-    final InstantSource clock;
+    public final InstantSource clock;
 
     /**
      * What a fault took from this workspace (a server crash, a lost sandbox, a cold boot), said in words by every
@@ -80,7 +85,7 @@ final class Workspace {
     /** The background write-out asked for when the last run ended ({@link Sandbox#flushInBackground}). */
     private volatile CompletableFuture<Void> flushed = CompletableFuture.completedFuture(null);
 
-    Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
+    public Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
               List<String> egressRequest, WorkspaceEgress egress, List<String> secrets, LifecyclePolicy policy,
               InstantSource clock) {
@@ -108,37 +113,37 @@ final class Workspace {
     }
 
     /** Adds a sentence to what a fault took from this workspace. */
-    void lost(String what) {
+    public void lost(String what) {
         recovered = recovered == null ? what : recovered + "; " + what;
     }
 
     /** What a fault took from this workspace, once, and forgets it: the result that says it is the last to. */
-    String takeRecovered() {
+    public String takeRecovered() {
         String lost = recovered;
         recovered = null;
         return lost;
     }
 
     /** What a fault took from this workspace, or null; kept until a run reports it. */
-    String recovered() { return recovered; }
+    public String recovered() { return recovered; }
 
     /**
      * Resume found the saved state failed verification: moves to damaged and says why (replacing any earlier
      * sentence, which the damage supersedes). Caller holds the lock.
      */
-    void markDamaged(String why) {
+    public void markDamaged(String why) {
         move(Transitions.Step.DAMAGED);
         sandbox = null;
         recovered = why;
     }
 
-    WorkspaceState state() { return state; }
+    public WorkspaceState state() { return state; }
 
     /** The sandbox it runs in, or null while parked, damaged, or between transitions. Caller holds the lock. */
-    Sandbox sandbox() { return sandbox; }
+    public Sandbox sandbox() { return sandbox; }
 
     /** A sandbox was started for, or taken over by, this workspace while it is creating or resuming. Caller holds the lock. */
-    void attachSandbox(Sandbox s) {
+    public void attachSandbox(Sandbox s) {
         if (state != WorkspaceState.CREATING && state != WorkspaceState.RESUMING) {
             throw new IllegalStateException("workspace '" + label() + "': a sandbox is attached while creating or resuming, not "
                     + state.wireName());
@@ -147,56 +152,56 @@ final class Workspace {
     }
 
     /** Stops the sandbox, if any, and forgets it (a failed start, a lost sandbox, close). Caller holds the lock. */
-    void destroySandbox() {
+    public void destroySandbox() {
         if (sandbox != null) sandbox.destroy();
         sandbox = null;
     }
 
     /** The sandbox is gone without being destroyed here (it parked itself, or never came up). Caller holds the lock. */
-    void releaseSandbox() {
+    public void releaseSandbox() {
         sandbox = null;
     }
 
     /** A caller's work on the sandbox begins (park and close wait for it); returns the sandbox. Caller holds the lock. */
-    Sandbox callStarted() {
+    public Sandbox callStarted() {
         activeRuns++;
         return sandbox;
     }
 
     /** A caller's work on the sandbox ended: it no longer holds park and close off, and counts as use. Caller holds the lock. */
-    void callEnded() {
+    public void callEnded() {
         activeRuns--;
         touch();
     }
 
     /** Runs and file calls in flight. */
-    int activeRuns() { return activeRuns; }
+    public int activeRuns() { return activeRuns; }
 
     /** The workspace was used now (a tool call, a preview connection closing). */
-    void touch() {
+    public void touch() {
         lastUsedAt = clock.instant();
     }
 
     /** The last tool call, as recorded. */
-    Instant lastUsedAt() { return lastUsedAt; }
+    public Instant lastUsedAt() { return lastUsedAt; }
 
     /** Recovery: the last use as the previous server recorded it. */
-    void restoreLastUsed(Instant at) {
+    public void restoreLastUsed(Instant at) {
         lastUsedAt = at;
     }
 
     /** An inbound preview connection opened: it keeps the workspace awake until {@link #previewClosed}. */
-    void previewOpened() {
+    public void previewOpened() {
         previewConnections.incrementAndGet();
     }
 
     /** An inbound preview connection ended (or never got through). */
-    void previewClosed() {
+    public void previewClosed() {
         previewConnections.decrementAndGet();
     }
 
     /** Sets the imported image it runs on, once, at open or recovery (null record: the image has left the store). */
-    void useImage(ImageRef ref, dev.berth.engine.image.ImageRecord record, Path buildRoot) {
+    public void useImage(ImageRef ref, dev.berth.engine.image.ImageRecord record, Path buildRoot) {
         if (image != null) throw new IllegalStateException("workspace '" + label() + "' has its image already");
         this.image = ref;
         this.imageRecord = record;
@@ -204,41 +209,41 @@ final class Workspace {
     }
 
     /** The imported image it runs on, or null (the driver's built-in image). */
-    ImageRef image() { return image; }
+    public ImageRef image() { return image; }
 
     /** The image's record (its config's Env and WorkingDir are every run's defaults), or null. */
-    dev.berth.engine.image.ImageRecord imageRecord() { return imageRecord; }
+    public dev.berth.engine.image.ImageRecord imageRecord() { return imageRecord; }
 
     /** A recipe build's writable root, or null. */
-    Path buildRoot() { return buildRoot; }
+    public Path buildRoot() { return buildRoot; }
 
     /** This workspace took a sandbox from the warm pool; the pool refills when its first run ends. */
-    void claimedFromPool() {
+    public void claimedFromPool() {
         poolRefillDue.set(true);
     }
 
     /** True exactly once after {@link #claimedFromPool}: the first run has ended and the pool may refill. */
-    boolean takePoolRefill() {
+    public boolean takePoolRefill() {
         return poolRefillDue.compareAndSet(true, false);
     }
 
     /** A run ended: what it wrote goes to disk now, off every request's path, not in a later snapshot. */
-    void flushAfterRun(Sandbox s) {
+    public void flushAfterRun(Sandbox s) {
         flushed = s.flushInBackground();
     }
 
     /** Completes when the write-out asked for at the end of the last run has ended. */
-    CompletableFuture<Void> flushed() { return flushed; }
+    public CompletableFuture<Void> flushed() { return flushed; }
 
     /** Starts tracking a background process under its id. */
-    void track(BackgroundProcess bp) {
+    public void track(TrackedProcess p) {
         synchronized (processes) {
-            processes.put(bp.id, bp);
+            processes.put(p.id(), p);
         }
     }
 
     /** The tracked background process of that id, or null. */
-    BackgroundProcess process(String id) {
+    public TrackedProcess process(String id) {
         synchronized (processes) {
             return processes.get(id);
         }
@@ -248,9 +253,9 @@ final class Workspace {
      * Makes room for one more background process: forgets ended ones while more than half of {@code max} are
      * tracked, then refuses when {@code max} are still tracked.
      */
-    void checkRoomForProcess(int max) throws EngineException {
+    public void checkRoomForProcess(int max) throws EngineException {
         synchronized (processes) {
-            processes.values().removeIf(p -> !p.running() && p.handle().exit().isDone() && processes.size() > max / 2);
+            processes.values().removeIf(p -> p.finished() && processes.size() > max / 2);
             if (processes.size() >= max) {
                 throw new EngineException(EngineException.Kind.LIMIT, "workspace '" + label() + "' has " + processes.size()
                         + " background processes (limit " + max + "); stop some with run {process, signal}");
@@ -259,28 +264,28 @@ final class Workspace {
     }
 
     /** Takes one step of the state machine; the only way this workspace's state changes. Caller holds the lock. */
-    WorkspaceState move(Transitions.Step step) {
+    public WorkspaceState move(Transitions.Step step) {
         state = Transitions.next(state, step, label());
         return state;
     }
 
     /** Admits a caller's action in the current state, or refuses it by name. */
-    Transitions.Effect admit(WorkspaceAction action) throws EngineException {
+    public Transitions.Effect admit(WorkspaceAction action) throws EngineException {
         return Transitions.admit(action, state, label());
     }
 
     /** The sandbox is up and its agent answers. */
-    boolean sandboxLive() {
+    public boolean sandboxLive() {
         return sandbox != null && sandbox.isAlive() && sandbox.agent().isOpen();
     }
 
-    Path stateDir() { return dir.resolve("state"); }
+    public Path stateDir() { return dir.resolve("state"); }
 
     /** Background processes to keep in the record (those a later connection can re-attach); null when none. */
-    List<Store.ProcessRecord> processRecords() {
+    public List<Store.ProcessRecord> processRecords() {
         List<Store.ProcessRecord> out = new java.util.ArrayList<>();
         synchronized (processes) {
-            for (BackgroundProcess p : processes.values()) {
+            for (TrackedProcess p : processes.values()) {
                 Store.ProcessRecord r = p.record();
                 if (r != null) out.add(r);
             }
@@ -289,16 +294,16 @@ final class Workspace {
     }
 
     /** The background processes, as a copy. */
-    List<BackgroundProcess> processList() {
+    public List<TrackedProcess> processList() {
         synchronized (processes) {
             return new java.util.ArrayList<>(processes.values());
         }
     }
 
     /** Stops tracking background processes (their agent session ends with the sandbox or with park). */
-    void forgetProcesses() {
+    public void forgetProcesses() {
         synchronized (processes) {
-            for (BackgroundProcess p : processes.values()) p.ended();
+            for (TrackedProcess p : processes.values()) p.ended();
             processes.clear();
         }
     }
@@ -307,25 +312,25 @@ final class Workspace {
      * The last moment this workspace was in use: now while a foreground run is in flight or an egress or preview
      * connection is open; otherwise the later of its last tool call and its background processes' last output.
      */
-    Instant lastActivity() {
+    public Instant lastActivity() {
         if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return clock.instant();
         Instant t = lastUsedAt;
         synchronized (processes) {
-            for (BackgroundProcess p : processes.values()) {
-                if (p.running() && p.lastOutputAt.isAfter(t)) t = p.lastOutputAt;
+            for (TrackedProcess p : processes.values()) {
+                if (p.running() && p.lastOutputAt().isAfter(t)) t = p.lastOutputAt();
             }
         }
         return t;
     }
 
     /** When the idle policy parks this workspace (persistent and running), or null. */
-    Instant idleParkAt() {
+    public Instant idleParkAt() {
         if (lifecycle != Lifecycle.PERSISTENT || state != WorkspaceState.RUNNING || policy.idleParkSeconds() == 0) return null;
         return lastActivity().plusSeconds(policy.idleParkSeconds());
     }
 
     /** When the policy closes and deletes this workspace (ephemeral: idle close or its TTL, whichever is first), or null. */
-    Instant expiresAt() {
+    public Instant expiresAt() {
         if (lifecycle != Lifecycle.EPHEMERAL || state == WorkspaceState.CLOSED) return null;
         Instant idle = policy.idleCloseSeconds() == 0 ? null : lastActivity().plusSeconds(policy.idleCloseSeconds());
         Instant ttl = policy.ttlSeconds() == 0 ? null : createdAt.plusSeconds(policy.ttlSeconds());
@@ -335,9 +340,9 @@ final class Workspace {
     }
 
     /** How the agent should refer to it in messages. */
-    String label() { return name != null ? name : id; }
+    public String label() { return name != null ? name : id; }
 
-    WorkspaceInfo info() {
+    public WorkspaceInfo info() {
         Sandbox sb = sandbox;
         java.util.List<dev.berth.engine.spi.Limit> limits = sb != null && !sb.limits().isEmpty() ? sb.limits() : driver.limits(resources);
         return new WorkspaceInfo(id, name, lifecycle, driver.name(), state, driver.capabilities(), createdAt,

@@ -1,5 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Resources;
 import java.util.Collection;
@@ -15,31 +18,31 @@ import java.util.regex.Pattern;
  * tenant quotas. Thread-safe; decisions that must not race (a name taken twice, a quota overrun by two opens) are
  * made under {@link #namesLock}.
  */
-final class WorkspaceRegistry {
-    static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+public final class WorkspaceRegistry {
+    public static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
     /** The shape of the ids Berth hands out: a name of this shape could be mistaken for another workspace's id. */
-    static final Pattern ID_SHAPE = Pattern.compile("(?i)(ws|snap|run|p)-[0-9a-f]+");
+    public static final Pattern ID_SHAPE = Pattern.compile("(?i)(ws|snap|run|p)-[0-9a-f]+");
 
     private final Map<String, Workspace> byId = new ConcurrentHashMap<>();
     /** Held while a name is checked and claimed, or a snapshot name checked, or dependents of a snapshot counted. */
-    final Object namesLock = new Object();
+    public final Object namesLock = new Object();
 
     private volatile java.util.function.Consumer<Workspace> onAdd = ws -> { };
 
     /** Called with every workspace added (opened or recovered), before anyone else can see it. */
-    void onAdd(java.util.function.Consumer<Workspace> listener) { this.onAdd = listener; }
+    public void onAdd(java.util.function.Consumer<Workspace> listener) { this.onAdd = listener; }
 
-    void add(Workspace ws) {
+    public void add(Workspace ws) {
         onAdd.accept(ws);
         byId.put(ws.id, ws);
     }
 
-    void remove(Workspace ws) { byId.remove(ws.id, ws); }
+    public void remove(Workspace ws) { byId.remove(ws.id, ws); }
 
-    Collection<Workspace> all() { return List.copyOf(byId.values()); }
+    public Collection<Workspace> all() { return List.copyOf(byId.values()); }
 
     /** The workspace {@code ref} (id or name) names for {@code tenant}, or NOT_FOUND. */
-    Workspace resolve(Tenant tenant, String ref) throws EngineException {
+    public Workspace resolve(Tenant tenant, String ref) throws EngineException {
         if (ref == null || ref.isBlank()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "workspace is required: give the id or the name that open_workspace returned");
         }
@@ -49,21 +52,21 @@ final class WorkspaceRegistry {
                 + "'; list_workspaces shows the open ones, open_workspace creates one"));
     }
 
-    Optional<Workspace> byName(Tenant tenant, String name) {
+    public Optional<Workspace> byName(Tenant tenant, String name) {
         return byId.values().stream()
                 .filter(w -> name.equals(w.name) && w.tenant.equals(tenant.id()) && w.state() != WorkspaceState.CLOSED).findFirst();
     }
 
-    List<Workspace> of(Tenant tenant) {
+    public List<Workspace> of(Tenant tenant) {
         return byId.values().stream().filter(w -> w.tenant.equals(tenant.id())).toList();
     }
 
-    long live() {
+    public long live() {
         return byId.values().stream().filter(w -> w.state() != WorkspaceState.CLOSED).count();
     }
 
     /** Refuses a name that is not allowed, or that could be mistaken for an id. */
-    static void checkName(String what, String name) throws EngineException {
+    public static void checkName(String what, String name) throws EngineException {
         if (name == null) return;
         if (!NAME.matcher(name).matches()) {
             throw new EngineException(Kind.INVALID_ARGUMENT, what + " name '" + name
@@ -76,12 +79,12 @@ final class WorkspaceRegistry {
     }
 
     /** Refuses a new workspace that would take the tenant over one of its quotas, naming the quota and the numbers. */
-    void checkQuota(Tenant tenant, Resources r, boolean newWorkspace) throws EngineException {
+    public void checkQuota(Tenant tenant, Resources r, boolean newWorkspace) throws EngineException {
         checkQuota(tenant, r, newWorkspace, 1);
     }
 
     /** As {@link #checkQuota(Tenant, Resources, boolean)} for {@code n} workspaces of resources {@code r} at once. */
-    void checkQuota(Tenant tenant, Resources one, boolean newWorkspace, int n) throws EngineException {
+    public void checkQuota(Tenant tenant, Resources one, boolean newWorkspace, int n) throws EngineException {
         Resources r = new Resources(one.vcpus() * n, one.memoryMiB() * n, (int) Math.min(Integer.MAX_VALUE, (long) one.diskMiB() * n), one.maxPids());
         Tenant.Quota q = tenant.quota();
         List<Workspace> mine = of(tenant).stream().filter(w -> w.state() != WorkspaceState.CLOSED).toList();

@@ -1,5 +1,7 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.EngineException.Kind;
 import java.util.EnumMap;
 import java.util.Map;
@@ -18,11 +20,11 @@ import java.util.Map;
  *   closed  <--close-- (creating, running, parked, damaged)    parking --park_lost--> parked (sandbox gone, files kept)
  * </pre>
  */
-final class Transitions {
+public final class Transitions {
     private Transitions() {}
 
     /** An internal step of a transition, taken by the engine while it holds the workspace's lock. */
-    enum Step {
+    public enum Step {
         STARTED, START_FAILED,
         PARK, PARKED, PARK_FAILED, PARK_LOST,
         RESUME, RESUMED, RESUME_FAILED, DAMAGED,
@@ -32,7 +34,7 @@ final class Transitions {
     }
 
     /** What an admitted caller action does in the workspace's current state. */
-    enum Effect {
+    public enum Effect {
         /** the sandbox is running: go ahead */
         PROCEED,
         /** the workspace is parked: resume it, then go ahead */
@@ -76,7 +78,7 @@ final class Transitions {
      *
      * @throws IllegalStateException when the table has no such move: an engine bug, never a caller's mistake
      */
-    static WorkspaceState next(WorkspaceState from, Step step, String workspace) {
+    public static WorkspaceState next(WorkspaceState from, Step step, String workspace) {
         WorkspaceState to = MOVES.getOrDefault(from, Map.of()).get(step);
         if (to == null) {
             throw new IllegalStateException("workspace '" + workspace + "': no move '" + step.wireName() + "' from state "
@@ -86,7 +88,7 @@ final class Transitions {
     }
 
     /** Whether the table has a move {@code step} from {@code from} (for tests and diagnostics). */
-    static boolean allows(WorkspaceState from, Step step) {
+    public static boolean allows(WorkspaceState from, Step step) {
         return MOVES.getOrDefault(from, Map.of()).containsKey(step);
     }
 
@@ -94,7 +96,7 @@ final class Transitions {
      * Admits or refuses a caller's {@code action} in {@code state}. A refusal names the action, the workspace and
      * the state, and says what to do next: "cannot park workspace 'x': it is closed; ...".
      */
-    static Effect admit(WorkspaceAction action, WorkspaceState state, String workspace) throws EngineException {
+    public static Effect admit(WorkspaceAction action, WorkspaceState state, String workspace) throws EngineException {
         return switch (state) {
             case RUNNING -> Effect.PROCEED;
             case PARKED -> switch (action) {
@@ -118,7 +120,7 @@ final class Transitions {
         };
     }
 
-    static final String DAMAGED_ADVICE = "it is damaged (its saved state failed verification, see list_workspaces);"
+    public static final String DAMAGED_ADVICE = "it is damaged (its saved state failed verification, see list_workspaces);"
             + " nothing was resumed. read_file and list_files still show what is on its disk (read-only, without what"
             + " was only in memory); close it with delete: true when done";
 
