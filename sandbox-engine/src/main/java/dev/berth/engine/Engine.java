@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.HomeLock;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.Transitions;

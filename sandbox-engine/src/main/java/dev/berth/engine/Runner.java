@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.evidence.AgentConfigGuard;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.run.BoundedOutput;
 import dev.berth.engine.egress.WorkspaceEgress;

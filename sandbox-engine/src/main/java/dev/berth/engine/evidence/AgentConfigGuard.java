@@ -1,5 +1,6 @@
-package dev.berth.engine;
+package dev.berth.engine.evidence;
 
+import dev.berth.engine.AgentConfigChange;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.FileEntry;
@@ -27,18 +28,18 @@ import java.util.Map;
  * <p>Limits: changes made and undone within one run are not seen; two concurrent runs in one workspace may each
  * report the other's change. Files over {@link #MAX_HASHED} bytes are compared by size and mtime only.
  */
-final class AgentConfigGuard {
+public final class AgentConfigGuard {
 
-    static final List<String> GUARDED = List.of(".claude", ".claude.json", ".mcp.json", ".cursor", ".vscode/settings.json",
+    public static final List<String> GUARDED = List.of(".claude", ".claude.json", ".mcp.json", ".cursor", ".vscode/settings.json",
             ".git/hooks", ".npmrc", ".pypirc", "CLAUDE.md", "AGENTS.md");
-    static final List<String> ROOTS = List.of("/workspace", "/root");
-    static final int MAX_SUBDIRS = 16;
-    static final int MAX_FILES = 300;
-    static final int MAX_HASHED = 1 << 20;
-    static final int MAX_KEPT = 256 << 10;
+    public static final List<String> ROOTS = List.of("/workspace", "/root");
+    public static final int MAX_SUBDIRS = 16;
+    public static final int MAX_FILES = 300;
+    public static final int MAX_HASHED = 1 << 20;
+    public static final int MAX_KEPT = 256 << 10;
 
     /** One guarded file as it was: {@code content} kept (for revert) when small. */
-    record Entry(char kind, long size, int mode, long mtime, String sha256, byte[] content) {
+    public record Entry(char kind, long size, int mode, long mtime, String sha256, byte[] content) {
         boolean sameAs(Entry o) {
             if (kind != o.kind || mode != o.mode || size != o.size) return false;
             if (sha256 != null && o.sha256 != null) return sha256.equals(o.sha256);
@@ -49,7 +50,7 @@ final class AgentConfigGuard {
 
     private AgentConfigGuard() {}
 
-    static Map<String, Entry> fingerprint(AgentClient agent) throws IOException {
+    public static Map<String, Entry> fingerprint(AgentClient agent) throws IOException {
         Map<String, List<FileEntry>> listings = new HashMap<>();
         Map<String, Entry> out = new LinkedHashMap<>();
         for (String root : ROOTS) {
@@ -72,7 +73,7 @@ final class AgentConfigGuard {
         return out;
     }
 
-    static List<AgentConfigChange> diff(Map<String, Entry> before, Map<String, Entry> after) {
+    public static List<AgentConfigChange> diff(Map<String, Entry> before, Map<String, Entry> after) {
         List<AgentConfigChange> changes = new ArrayList<>();
         after.forEach((p, e) -> {
             Entry b = before.get(p);
@@ -87,7 +88,7 @@ final class AgentConfigGuard {
      * Undoes changes: created files are removed, modified and deleted ones get their old content and mode back.
      * A change that cannot be undone (content too large to have been kept) is returned with reverted = false.
      */
-    static List<AgentConfigChange> revert(AgentClient agent, Map<String, Entry> before, List<AgentConfigChange> changes) {
+    public static List<AgentConfigChange> revert(AgentClient agent, Map<String, Entry> before, List<AgentConfigChange> changes) {
         List<AgentConfigChange> done = new ArrayList<>();
         for (AgentConfigChange c : changes) {
             boolean ok;

@@ -1,5 +1,15 @@
-package dev.berth.engine;
+package dev.berth.engine.evidence;
 
+import dev.berth.engine.AgentConfigChange;
+import dev.berth.engine.EgressDenial;
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.ImageRef;
+import dev.berth.engine.RunRequest;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.SecretUse;
+import dev.berth.engine.SnapshotInfo;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.egress.WorkspaceEgress;
 
@@ -37,10 +47,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Thread-safe. Owns the audit trail (closed by {@link #close}).
  */
-final class EngineEvidence implements AutoCloseable {
+public final class EngineEvidence implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.audit");
     /** Commands longer than this are recorded cut, with the length and digest of the whole. */
-    static final int COMMAND_KEPT = 4096;
+    public static final int COMMAND_KEPT = 4096;
 
     private final AuditTrail trail;
     private final EngineMetrics metrics;
@@ -48,7 +58,7 @@ final class EngineEvidence implements AutoCloseable {
     /** Writes a foreground run's records off its thread while that thread waits on the guest agent anyway. */
     private final java.util.concurrent.ExecutorService writer = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
 
-    EngineEvidence(EngineConfig config) throws EngineException {
+    public EngineEvidence(EngineConfig config) throws EngineException {
         try {
             this.trail = config.audit() != null ? config.audit() : AuditTrail.open(config.home(), AuditTrail.OnFailure.REFUSE);
         } catch (IOException e) {
@@ -58,12 +68,12 @@ final class EngineEvidence implements AutoCloseable {
         trail.observeEgress(metrics::egress);
     }
 
-    AuditTrail trail() { return trail; }
+    public AuditTrail trail() { return trail; }
 
-    EngineMetrics metrics() { return metrics; }
+    public EngineMetrics metrics() { return metrics; }
 
     /** Egress records of {@code ws} go to its tenant's log. */
-    void bind(Workspace ws) {
+    public void bind(Workspace ws) {
         trail.bindWorkspace(ws.id, ws.tenant);
     }
 
@@ -71,7 +81,7 @@ final class EngineEvidence implements AutoCloseable {
      * What the workspace runs on, for the audit log and receipts: {@code NAME@sha256:...} for an image from the store
      * (the digest it was opened with), else the driver's own image id.
      */
-    String imageId(Workspace ws) {
+    public String imageId(Workspace ws) {
         ImageRef image = ws.image();
         if (image != null) return image.name() + "@" + image.digest();
         return imageIds.computeIfAbsent(ws.driver.name(), n -> String.valueOf(ws.driver.imageId()));
@@ -102,7 +112,7 @@ final class EngineEvidence implements AutoCloseable {
      *
      * @param t0 {@link System#nanoTime()} when the operation began, for its latency histogram (0: not timed)
      */
-    void lifecycle(Workspace ws, String event, Map<String, Object> extra, long t0) throws EngineException {
+    public void lifecycle(Workspace ws, String event, Map<String, Object> extra, long t0) throws EngineException {
         if (t0 != 0) metrics.operation(event, ws.driver.name(), System.nanoTime() - t0, true);
         Map<String, Object> m = base(ws);
         m.put("event", event);
@@ -113,12 +123,12 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** A lifecycle operation that failed (measured; the error reaches the caller, and the MCP layer records it). */
-    void failed(String op, String isolation, long t0) {
+    public void failed(String op, String isolation, long t0) {
         metrics.operation(op, isolation, System.nanoTime() - t0, false);
     }
 
     /** The same as {@link #lifecycle} for paths that cannot refuse any more (shutdown, idle reaper): logged if lost. */
-    void lifecycleQuietly(Workspace ws, String event, Map<String, Object> extra, long t0) {
+    public void lifecycleQuietly(Workspace ws, String event, Map<String, Object> extra, long t0) {
         try {
             lifecycle(ws, event, extra, t0);
         } catch (EngineException e) {
@@ -127,7 +137,7 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** A content digest of a snapshot's files (path, size and SHA-256 of each, sorted), computed off the caller's path. */
-    void snapshotDigest(Workspace ws, String snapshotId, Path dir) {
+    public void snapshotDigest(Workspace ws, String snapshotId, Path dir) {
         // a platform thread of low priority: hashing reads every byte of the snapshot (a sparse disk image too), and
         // on a virtual thread those reads would hold one of the few carrier threads that every other virtual thread needs
         // (and at nice 19: Java's priorities do nothing on Linux, and at equal priority this hashing took a core from
@@ -145,7 +155,7 @@ final class EngineEvidence implements AutoCloseable {
         });
     }
 
-    static String treeDigest(Path dir) throws IOException {
+    public static String treeDigest(Path dir) throws IOException {
         List<Path> files;
         try (var s = Files.walk(dir)) {
             files = s.filter(Files::isRegularFile).sorted().toList();
@@ -164,7 +174,7 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** A snapshot deleted by its tenant. */
-    void snapshotDeleted(Tenant tenant, SnapshotInfo snap) throws EngineException {
+    public void snapshotDeleted(Tenant tenant, SnapshotInfo snap) throws EngineException {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("event", "snapshot_delete");
         m.put("snapshot", snap.id());
@@ -175,12 +185,12 @@ final class EngineEvidence implements AutoCloseable {
     // ---------------------------------------------------------------- runs
 
     /** A record written on another thread: {@link #join} gives its position, or the error that refused it. */
-    static final class Written {
+    public static final class Written {
         private final java.util.concurrent.CompletableFuture<AuditLog.Position> pos;
 
         private Written(java.util.concurrent.CompletableFuture<AuditLog.Position> pos) { this.pos = pos; }
 
-        AuditLog.Position join() throws EngineException {
+        public AuditLog.Position join() throws EngineException {
             try {
                 return pos.join();
             } catch (java.util.concurrent.CompletionException e) {
@@ -209,13 +219,13 @@ final class EngineEvidence implements AutoCloseable {
      * of the workspace; the run joins it before the command starts (so a full disk still refuses the run), and its
      * fsync follows, at the latest with the run's end record.
      */
-    Written runStarting(Workspace ws, String runId, RunRequest req) {
+    public Written runStarting(Workspace ws, String runId, RunRequest req) {
         Map<String, Object> m = runStart(ws, runId, req, false);
         return inBackground(() -> record(ws.tenant, "run_start", m, Durability.WRITTEN));
     }
 
     /** Before a background run starts: durable before the call returns (it returns at once). */
-    void backgroundStarting(Workspace ws, String runId, RunRequest req) throws EngineException {
+    public void backgroundStarting(Workspace ws, String runId, RunRequest req) throws EngineException {
         record(ws.tenant, "run_start", runStart(ws, runId, req, true), Durability.DURABLE);
     }
 
@@ -244,12 +254,12 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** Placeholders minted for a run: binding names only (the placeholders themselves are credentials while it runs). */
-    void credentialsMinted(Workspace ws, String runId, List<String> bindings) {
+    public void credentialsMinted(Workspace ws, String runId, List<String> bindings) {
         credentialsMinted(ws, runId, bindings, null);
     }
 
     /** The same, queued after {@code after} (a foreground run's start record, still being written) in the chain. */
-    void credentialsMinted(Workspace ws, String runId, List<String> bindings, Written after) {
+    public void credentialsMinted(Workspace ws, String runId, List<String> bindings, Written after) {
         if (bindings.isEmpty()) return;
         Map<String, Object> m = base(ws);
         m.put("run", runId);
@@ -260,7 +270,7 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** Placeholders revoked when their run (or background process) ended, with what the proxy injected. */
-    void credentialsRevoked(Workspace ws, String runId, List<String> bindings, List<SecretUse> uses) {
+    public void credentialsRevoked(Workspace ws, String runId, List<String> bindings, List<SecretUse> uses) {
         if (bindings.isEmpty()) return;
         Map<String, Object> m = base(ws);
         m.put("run", runId);
@@ -282,7 +292,7 @@ final class EngineEvidence implements AutoCloseable {
      * Agent-configuration files a run changed (the guard's findings), one record per run, written now and made
      * durable with the run's result ({@link #runEnded} waits for it); null when there is nothing to record.
      */
-    AuditLog.Position guardFindings(Workspace ws, String runId, RunRecord after, List<AgentConfigChange> changes) throws EngineException {
+    public AuditLog.Position guardFindings(Workspace ws, String runId, RunRecord after, List<AgentConfigChange> changes) throws EngineException {
         if (changes.isEmpty()) return null;
         after.pos().join(); // behind the run's end record in the chain
         Map<String, Object> m = base(ws);
@@ -298,7 +308,7 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** A background run that could not start (its run_start is already in the chain). */
-    void runFailed(Workspace ws, String runId, long t0, EngineException e) {
+    public void runFailed(Workspace ws, String runId, long t0, EngineException e) {
         metrics.run(ws.driver.name(), System.nanoTime() - t0, "error");
         Map<String, Object> m = base(ws);
         m.put("run", runId);
@@ -307,14 +317,14 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** A foreground run's end record, as its receipt repeats it. */
-    record RunRecord(Written pos, String policyDigest, Map<String, Object> egress, List<Map<String, Object>> secrets) {}
+    public record RunRecord(Written pos, String policyDigest, Map<String, Object> egress, List<Map<String, Object>> secrets) {}
 
     /**
      * A foreground command ended: its record is encoded, chained and written on another thread, and its fsync (with
      * everything before it, run_start included) follows at once, while the engine finishes the run (the agent-config
      * guard's round trip to the agent, the receipt's signature); {@link #runEnded} waits for both.
      */
-    RunRecord runExited(Workspace ws, String runId, long t0, Policy effective, RunResult r, List<SecretUse> used,
+    public RunRecord runExited(Workspace ws, String runId, long t0, Policy effective, RunResult r, List<SecretUse> used,
                         boolean resumed, WorkspaceEgress.RunEgress egress) {
         metrics.run(ws.driver.name(), System.nanoTime() - t0, r.timedOut() ? "timeout" : r.exitCode() == 0 ? "exit_0" : "exit_nonzero");
         Map<String, Object> m = base(ws);
@@ -345,7 +355,7 @@ final class EngineEvidence implements AutoCloseable {
      * record and {@code last} (a later record of the run, or null) are durable. A result whose record cannot be made
      * durable is withheld.
      */
-    RunResult runEnded(Workspace ws, String runId, Instant startedAt, RunRecord rec, AuditLog.Position last, RunResult r)
+    public RunResult runEnded(Workspace ws, String runId, Instant startedAt, RunRecord rec, AuditLog.Position last, RunResult r)
             throws EngineException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("run", runId);
@@ -382,7 +392,7 @@ final class EngineEvidence implements AutoCloseable {
     }
 
     /** SHA-256 of the canonical list of the effective allowlist entries, sorted ("*.github.com:[443]", ...). */
-    static String policyDigest(Policy p) {
+    public static String policyDigest(Policy p) {
         List<String> entries = new ArrayList<>(p.describe());
         entries.sort(null);
         return "sha256:" + Canonical.sha256(Canonical.encode(entries));
@@ -409,7 +419,7 @@ final class EngineEvidence implements AutoCloseable {
     // ---------------------------------------------------------------- files
 
     /** A file written through the tools: path, size and digest of what was written (never the content). */
-    void fileWritten(Workspace ws, String path, byte[] data, boolean append, int mode) throws EngineException {
+    public void fileWritten(Workspace ws, String path, byte[] data, boolean append, int mode) throws EngineException {
         Map<String, Object> m = base(ws);
         m.put("path", path);
         m.put("bytes", data.length);
