@@ -1,5 +1,11 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.BackgroundProcess;
+import dev.berth.engine.run.FileOps;
+import dev.berth.engine.run.RunCredentials;
+import dev.berth.engine.run.RunFlow;
+import dev.berth.engine.run.Runner;
+import dev.berth.engine.run.WorkspacePaths;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.HomeLock;
 import dev.berth.engine.workspace.Store;
@@ -67,7 +73,7 @@ public final class Engine implements AutoCloseable {
         long budget = config.templates().poolBudgetMembers(dev.berth.engine.spi.Resources.DEFAULT.memoryMiB());
         this.pool = config.templates().poolSize() == 0 || poolLevels.isEmpty() || budget == 0 ? null
                 : new WarmPool(store, config.templates().poolSize(), budget, poolLevels);
-        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool);
+        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool == null ? null : pool::refill);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence, config.clock());

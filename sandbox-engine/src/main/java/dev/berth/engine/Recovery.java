@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.BackgroundProcess;
+import dev.berth.engine.run.ProcessHandover;
+import dev.berth.engine.run.Runner;
 import dev.berth.engine.workspace.RunJournal;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.Transitions;

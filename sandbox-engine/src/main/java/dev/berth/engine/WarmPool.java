@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.Runner;
 import dev.berth.engine.evidence.AgentConfigGuard;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;

@@ -1,5 +1,9 @@
 package dev.berth.engine;
 
+import dev.berth.engine.run.ProcessHandover;
+import dev.berth.engine.run.RunCredentials;
+import dev.berth.engine.run.Runner;
+import dev.berth.engine.run.TrustBundle;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;

@@ -1,5 +1,9 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.SecretUse;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.CredentialGrant;
@@ -15,10 +19,10 @@ import java.util.Map;
  * the tenant's grant, and mints each run's placeholders (revoked when the run returns). The real values live only in
  * the egress proxy. Thread-safe, stateless apart from the configuration.
  */
-final class RunCredentials {
+public final class RunCredentials {
     private final EngineConfig config;
 
-    RunCredentials(EngineConfig config) { this.config = config; }
+    public RunCredentials(EngineConfig config) { this.config = config; }
 
     /** The secret bindings configured on this server (by name), empty without egress. */
     private Map<String, SecretBinding> bindings() {
@@ -26,7 +30,7 @@ final class RunCredentials {
     }
 
     /** Validates the bindings asked for at open: each must be configured and granted to the tenant. */
-    List<String> checkOpen(Tenant tenant, List<String> requested) throws EngineException {
+    public List<String> checkOpen(Tenant tenant, List<String> requested) throws EngineException {
         if (requested == null || requested.isEmpty()) return List.of();
         var configured = bindings();
         List<String> available = configured.keySet().stream().filter(tenant::maySecret).sorted().toList();
@@ -43,7 +47,7 @@ final class RunCredentials {
     }
 
     /** One run's placeholders (or none), and what it reports at the end. */
-    record Grant(CredentialGrant grant, Runner.Injected injected, String skipped) {
+    public record Grant(CredentialGrant grant, Runner.Injected injected, String skipped) {
         void revoke() {
             if (grant != null) grant.close();
         }
@@ -72,7 +76,7 @@ final class RunCredentials {
      * Mints this run's placeholders: the workspace's bindings, narrowed by the run's {@code secrets} (null = all), less
      * any the operator has since removed or withdrawn from the tenant (said in the note, never an error).
      */
-    Grant mint(Tenant tenant, Workspace ws, String runId, List<String> narrowing) throws EngineException {
+    public Grant mint(Tenant tenant, Workspace ws, String runId, List<String> narrowing) throws EngineException {
         if (narrowing != null) {
             for (String n : narrowing) {
                 if (!ws.secrets.contains(n)) {

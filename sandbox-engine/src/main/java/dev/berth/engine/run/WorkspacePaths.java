@@ -1,5 +1,6 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineException;
 import dev.berth.engine.EngineException.Kind;
 import java.nio.file.Path;
 
@@ -8,12 +9,12 @@ import java.nio.file.Path;
  * /workspace, "." segments and ".." are folded (never above "/"). Everything a path can name is inside the sandbox,
  * whose boundary is the confinement; this only makes the meaning exact and refuses malformed input.
  */
-final class WorkspacePaths {
-    static final int MAX_PATH = 4096;
+public final class WorkspacePaths {
+    public static final int MAX_PATH = 4096;
 
     private WorkspacePaths() {}
 
-    static String resolve(String path) throws EngineException {
+    public static String resolve(String path) throws EngineException {
         if (path == null || path.isEmpty()) return Runner.DEFAULT_CWD;
         if (path.indexOf('\0') >= 0) throw new EngineException(Kind.INVALID_ARGUMENT, "path contains a NUL character");
         if (path.length() > MAX_PATH) {

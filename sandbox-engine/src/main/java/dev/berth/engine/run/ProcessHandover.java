@@ -1,5 +1,7 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.egress.WorkspaceEgress;
@@ -18,7 +20,7 @@ import java.util.List;
  * attached is delivered first (the agent keeps the newest 256 KiB per process and says how much it dropped), an exit
  * that happened meanwhile is reported, and the process id the caller holds stays the same. Stateless.
  */
-final class ProcessHandover {
+public final class ProcessHandover {
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     private ProcessHandover() {}
@@ -27,7 +29,7 @@ final class ProcessHandover {
      * Before the sandbox's connection goes for a park that keeps memory: marks every process that the agent can hand
      * over again, so losing the connection does not end it. Returns how many were marked.
      */
-    static int suspendAll(Workspace ws) {
+    public static int suspendAll(Workspace ws) {
         AgentClient agent = ws.sandbox() == null ? null : ws.sandbox().agent();
         if (agent == null || !agent.supportsAttach()) return 0;
         int n = 0;
@@ -45,7 +47,7 @@ final class ProcessHandover {
      * process. One that the agent no longer knows (a cold boot, or it ended and was forgotten) is over, and the
      * workspace's next result says so. Caller holds the workspace lock.
      */
-    static void reattachAll(Workspace ws) {
+    public static void reattachAll(Workspace ws) {
         for (BackgroundProcess bp : BackgroundProcess.all(ws)) {
             if (!bp.suspended()) continue;
             if (bp.connected()) {
@@ -71,7 +73,7 @@ final class ProcessHandover {
      * the same ids, suspended until {@link #reattachAll}. Their egress is the run's narrowing as asked for; secret
      * placeholders minted for them died with the previous server and are not honoured any more.
      */
-    static void restore(EngineConfig config, Workspace ws, List<Store.ProcessRecord> records) {
+    public static void restore(EngineConfig config, Workspace ws, List<Store.ProcessRecord> records) {
         if (records == null) return;
         for (Store.ProcessRecord r : records) {
             if (r == null || r.id() == null || r.run() == null || r.command() == null || r.startedAt() == null) continue;
@@ -102,7 +104,7 @@ final class ProcessHandover {
     }
 
     /** Writes the workspace record again (its process list changed); a failure is logged, never thrown. */
-    static void saveQuietly(Store store, Workspace ws) {
+    public static void saveQuietly(Store store, Workspace ws) {
         try {
             store.save(ws);
         } catch (IOException | RuntimeException e) {

@@ -1,8 +1,14 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.AgentConfigChange;
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.GuardMode;
+import dev.berth.engine.OutputListener;
+import dev.berth.engine.RunRequest;
+import dev.berth.engine.RunResult;
 import dev.berth.engine.evidence.AgentConfigGuard;
 import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.run.BoundedOutput;
 import dev.berth.engine.egress.WorkspaceEgress;
 
 import dev.berth.engine.EngineException.Kind;
@@ -28,10 +34,10 @@ import java.util.regex.Pattern;
  * bounded output, and enforces the timeout (the agent kills the process tree; the host adds a grace period and kills
  * it itself if the agent does not answer). Thread-safe, stateless.
  */
-final class Runner {
+public final class Runner {
     /** Port of the agent's egress listener inside every sandbox. */
-    static final int PROXY_PORT = 3128;
-    static final String DEFAULT_CWD = "/workspace";
+    public static final int PROXY_PORT = 3128;
+    public static final String DEFAULT_CWD = "/workspace";
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
     private static final List<String> RESERVED = List.of("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
             "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy");
@@ -40,7 +46,7 @@ final class Runner {
 
     private final EngineConfig config;
 
-    Runner(EngineConfig config) { this.config = config; }
+    public Runner(EngineConfig config) { this.config = config; }
 
     /** A validated request: what to send to the agent and what to keep of the output. */
     private record Prepared(ExecRequest exec, byte[] stdin, int timeout, int maxOut, String cwd) {}
@@ -49,7 +55,7 @@ final class Runner {
      * What the engine adds to a run's environment besides the fixed variables: {@code defaults} the run's own env may
      * override (trust-store paths), {@code placeholders} it may not (a secret binding's placeholder, by variable).
      */
-    record Injected(Map<String, String> defaults, Map<String, String> placeholders, Map<String, String> bindingByEnv) {
+    public record Injected(Map<String, String> defaults, Map<String, String> placeholders, Map<String, String> bindingByEnv) {
         static final Injected NONE = new Injected(Map.of(), Map.of(), Map.of());
     }
 
@@ -115,13 +121,13 @@ final class Runner {
     }
 
     /** Starts a background command; its output goes to {@code sink}; its tunnels belong to {@code egress}. */
-    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected, WorkspaceEgress.RunEgress egress)
+    public ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected, WorkspaceEgress.RunEgress egress)
             throws EngineException {
         return launch(sandbox, prepare(ws, req, true, injected), attributed(ws, egress, sink));
     }
 
     /** What must hold before a command starts (its start record written); throws to refuse the run. */
-    interface Gate {
+    public interface Gate {
         void pass() throws EngineException;
     }
 
@@ -129,14 +135,14 @@ final class Runner {
      * A foreground command that has ended: its result as the agent reported it (exit, output, timeout note), and the
      * agent-config fingerprint taken before it ran, for {@link #checked}.
      */
-    record Ended(RunResult result, java.util.Map<String, AgentConfigGuard.Entry> before) {}
+    public record Ended(RunResult result, java.util.Map<String, AgentConfigGuard.Entry> before) {}
 
     /**
      * Runs a foreground command to its end (or its timeout). The guard's look at what it changed is a separate step
      * ({@link #checked}), so the engine can record the run's end, and start that record's fsync, before the guard's
      * round trip to the agent instead of after it.
      */
-    Ended execute(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected,
+    public Ended execute(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected,
                   WorkspaceEgress.RunEgress egress, Gate beforeLaunch) throws EngineException {
         Prepared prep = prepare(ws, req, false, injected);
         int timeout = prep.timeout();
@@ -175,7 +181,7 @@ final class Runner {
     }
 
     /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */
-    RunResult checked(Sandbox sandbox, Ended ended) {
+    public RunResult checked(Sandbox sandbox, Ended ended) {
         List<AgentConfigChange> changes = guard(sandbox, ended.before());
         if (changes.isEmpty()) return ended.result();
         String said = changes.size() + " agent configuration file(s) changed by this run"
@@ -205,7 +211,7 @@ final class Runner {
     }
 
     /** The variables every run starts from (an image's Env, Berth's own and the run's come on top). */
-    static Map<String, String> baseEnvironment() {
+    public static Map<String, String> baseEnvironment() {
         Map<String, String> env = new TreeMap<>();
         env.put("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
         env.put("HOME", "/root");

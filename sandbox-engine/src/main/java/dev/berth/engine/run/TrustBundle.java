@@ -1,5 +1,6 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineException;
 import dev.berth.engine.agent.AgentClient;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -16,10 +17,10 @@ import java.util.Map;
  * the usual variables of curl, OpenSSL, git, Python and Node at them for every run. Only workspaces with bindings
  * get this; the CA signs nothing but the bound hosts' certificates and its key never leaves the server.
  */
-final class TrustBundle {
-    static final String DIR = "/var/lib/berth";
-    static final String CA_FILE = DIR + "/egress-ca.pem";
-    static final String BUNDLE_FILE = DIR + "/ca-certificates.crt";
+public final class TrustBundle {
+    public static final String DIR = "/var/lib/berth";
+    public static final String CA_FILE = DIR + "/egress-ca.pem";
+    public static final String BUNDLE_FILE = DIR + "/ca-certificates.crt";
     /** Debian's bundle of public roots on the host; the developer image is built from the same package. */
     private static final List<Path> HOST_BUNDLES = List.of(Path.of("/etc/ssl/certs/ca-certificates.crt"),
             Path.of("/etc/pki/tls/certs/ca-bundle.crt"));
@@ -27,7 +28,7 @@ final class TrustBundle {
     private TrustBundle() {}
 
     /** Writes the CA and the bundle into the sandbox (idempotent: every start writes them again). */
-    static void install(AgentClient agent, String caPem) throws EngineException {
+    public static void install(AgentClient agent, String caPem) throws EngineException {
         byte[] ca = caPem.getBytes(StandardCharsets.US_ASCII);
         FileOps.write(agent, CA_FILE, ca, false, 0644);
         FileOps.write(agent, BUNDLE_FILE, bundle(caPem), false, 0644);
@@ -63,7 +64,7 @@ final class TrustBundle {
     }
 
     /** The variables every run in such a workspace gets (a run's own env may override them). */
-    static Map<String, String> environment() {
+    public static Map<String, String> environment() {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("SSL_CERT_FILE", BUNDLE_FILE);
         env.put("CURL_CA_BUNDLE", BUNDLE_FILE);

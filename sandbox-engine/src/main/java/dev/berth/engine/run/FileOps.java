@@ -1,5 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.FileContent;
+import dev.berth.engine.FileListing;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.AgentException;
@@ -16,15 +19,15 @@ import java.util.List;
  * and agent errors turned into engine errors that say what to do. Stateless; paths are already resolved by
  * {@link WorkspacePaths}.
  */
-final class FileOps {
-    static final int MAX_READ = 8 << 20;
-    static final int MAX_WRITE = 8 << 20;
-    static final int MAX_LIST = 10_000;
+public final class FileOps {
+    public static final int MAX_READ = 8 << 20;
+    public static final int MAX_WRITE = 8 << 20;
+    public static final int MAX_LIST = 10_000;
     private static final int CHUNK = 512 * 1024;
 
     private FileOps() {}
 
-    static void checkRead(long offset, int maxBytes) throws EngineException {
+    public static void checkRead(long offset, int maxBytes) throws EngineException {
         if (offset < 0) throw new EngineException(Kind.INVALID_ARGUMENT, "offset " + offset + " is negative");
         if (maxBytes < 1 || maxBytes > MAX_READ) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "max_bytes " + maxBytes + " is outside 1.." + MAX_READ);
@@ -32,7 +35,7 @@ final class FileOps {
     }
 
     /** Validates a write and returns the file mode to use. */
-    static int checkWrite(byte[] data, Integer mode) throws EngineException {
+    public static int checkWrite(byte[] data, Integer mode) throws EngineException {
         if (data.length > MAX_WRITE) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "content is " + data.length + " bytes; the limit is " + MAX_WRITE
                     + " per call (append in parts with append: true)");
@@ -42,7 +45,7 @@ final class FileOps {
         return m;
     }
 
-    static FileContent read(AgentClient agent, String p, long offset, int maxBytes) throws EngineException {
+    public static FileContent read(AgentClient agent, String p, long offset, int maxBytes) throws EngineException {
         try {
             var out = new ByteArrayOutputStream();
             long size;
@@ -65,7 +68,7 @@ final class FileOps {
         }
     }
 
-    static long write(AgentClient agent, String p, byte[] data, boolean append, int mode) throws EngineException {
+    public static long write(AgentClient agent, String p, byte[] data, boolean append, int mode) throws EngineException {
         try {
             if (!append) return agent.writeWholeFile(p, mode, data);
             long total = 0;
@@ -83,7 +86,7 @@ final class FileOps {
         }
     }
 
-    static FileListing list(AgentClient agent, String p) throws EngineException {
+    public static FileListing list(AgentClient agent, String p) throws EngineException {
         try {
             var raw = new ArrayList<>(agent.listFiles(p));
             raw.sort(Comparator.comparing(FileEntry::name));

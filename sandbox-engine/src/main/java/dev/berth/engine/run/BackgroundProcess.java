@@ -1,9 +1,10 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.ProcessStatus;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.TrackedProcess;
 import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.run.OutputLog;
 
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
@@ -20,18 +21,18 @@ import java.nio.charset.StandardCharsets;
  * ({@link ExecHandle#run()}, protocol ATTACH) on the next one. Its id, command, run name and pid are persisted in
  * the workspace record ({@link Store.ProcessRecord}) so a new server can do the same after a crash.
  */
-final class BackgroundProcess implements ExecListener, TrackedProcess {
-    static final int LOG_CAPACITY = 1 << 20;
+public final class BackgroundProcess implements ExecListener, TrackedProcess {
+    public static final int LOG_CAPACITY = 1 << 20;
 
-    final String id;
-    final String workspace;
-    final String command;
-    final java.time.Instant startedAt;
-    final long startedNanos;
+    public final String id;
+    public final String workspace;
+    public final String command;
+    public final java.time.Instant startedAt;
+    public final long startedNanos;
     /** The run's egress narrowing as asked for (null: the workspace policy), persisted for a re-attach after a crash. */
-    final java.util.List<String> egressRequest;
-    final OutputLog out = new OutputLog(LOG_CAPACITY);
-    final OutputLog err = new OutputLog(LOG_CAPACITY);
+    public final java.util.List<String> egressRequest;
+    public final OutputLog out = new OutputLog(LOG_CAPACITY);
+    public final OutputLog err = new OutputLog(LOG_CAPACITY);
     private volatile ExecHandle handle;
     private long outCursor;
     private long errCursor;
@@ -42,9 +43,9 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     /** Why it could not be re-attached (it is then over for the engine); null otherwise. */
     private volatile String lostBecause;
     /** Called with each new EXEC/ATTACH channel, before its tunnels arrive (binds the run's egress). */
-    volatile java.util.function.IntConsumer onChannel;
+    public volatile java.util.function.IntConsumer onChannel;
 
-    BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
+    public BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
                       java.time.InstantSource clock) {
         this(id, workspace, command, egressRequest, java.time.Instant.now(), System.nanoTime(), clock);
     }
@@ -62,7 +63,7 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** A process a previous server started, known from the workspace record: suspended until {@link #reattach}. */
-    static BackgroundProcess restored(Store.ProcessRecord r, String workspace, java.time.InstantSource clock) {
+    public static BackgroundProcess restored(Store.ProcessRecord r, String workspace, java.time.InstantSource clock) {
         java.time.Instant at = java.time.Instant.parse(r.startedAt());
         long ago = java.time.Duration.between(at, java.time.Instant.now()).toNanos();
         BackgroundProcess bp = new BackgroundProcess(r.id(), workspace, r.command(), r.egress(), at, System.nanoTime() - Math.max(0, ago), clock);
@@ -82,10 +83,10 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
 
     private final java.util.concurrent.atomic.AtomicReference<Runnable> onEnd = new java.util.concurrent.atomic.AtomicReference<>();
 
-    void attach(ExecHandle h) { this.handle = h; }
+    public void attach(ExecHandle h) { this.handle = h; }
 
     /** Runs {@code r} once, when the process ends or is forgotten (park, close, restart), whichever comes first. */
-    void onEnd(Runnable r) {
+    public void onEnd(Runnable r) {
         onEnd.set(r);
         watch(handle);
     }
@@ -98,18 +99,18 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** Its connection is about to go (park of a driver that keeps memory): keep it for {@link #reattach}. */
-    void suspend() { suspended = true; }
+    public void suspend() { suspended = true; }
 
-    boolean suspended() { return suspended && lostBecause == null; }
+    public boolean suspended() { return suspended && lostBecause == null; }
 
     /** Whether its current handle is still connected (nothing to re-attach). */
-    boolean connected() {
+    public boolean connected() {
         ExecHandle h = handle;
         return !(h instanceof Detached) && !h.exit().isDone();
     }
 
     /** Takes it over on a new connection (ATTACH answered): output the agent kept follows on this listener. */
-    void reattach(ExecHandle h) {
+    public void reattach(ExecHandle h) {
         droppedWhileDetached += h.droppedWhileDetached();
         handle = h;
         suspended = false;
@@ -117,14 +118,14 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** It was running when the connection went but could not be re-attached: over, saying why. */
-    void lost(String why) {
+    public void lost(String why) {
         lostBecause = why;
         suspended = false;
         ended();
     }
 
     /** Still suspended although its connection stayed (a park that did not happen): tracked as before. */
-    void resumeInPlace() {
+    public void resumeInPlace() {
         suspended = false;
         ExecHandle h = handle;
         if (h.exit().isDone()) watch(h);
@@ -143,7 +144,7 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
         if (r != null) r.run();
     }
 
-    ExecHandle handle() { return handle; }
+    public ExecHandle handle() { return handle; }
 
     @Override public String id() { return id; }
 
@@ -152,12 +153,12 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     @Override public boolean finished() { return !running() && handle.exit().isDone(); }
 
     /** The background process {@code id} of {@code ws}, or null. Every process a workspace tracks is one: only runs start them. */
-    static BackgroundProcess of(Workspace ws, String id) {
+    public static BackgroundProcess of(Workspace ws, String id) {
         return (BackgroundProcess) ws.process(id);
     }
 
     /** The background processes of {@code ws}, as a copy. */
-    static java.util.List<BackgroundProcess> all(Workspace ws) {
+    public static java.util.List<BackgroundProcess> all(Workspace ws) {
         return ws.processList().stream().map(BackgroundProcess.class::cast).toList();
     }
 
@@ -165,7 +166,7 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
      * Sends {@code signal} ("TERM", "KILL", "INT", "HUP"; null = none) to the process tree, then waits up to
      * {@code waitSeconds} for new output or the end. Returns a note on what was done, or null.
      */
-    String signalAndWait(String signal, int waitSeconds) throws EngineException {
+    public String signalAndWait(String signal, int waitSeconds) throws EngineException {
         String note = null;
         if (signal != null) {
             int signo = switch (signal) {
@@ -206,7 +207,7 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
 
     /** When the process last wrote output (or started): output counts as activity for the idle policy. */
     /** When it last wrote, on the engine's clock (activity for the idle policy). */
-    volatile java.time.Instant lastOutputAt;
+    public volatile java.time.Instant lastOutputAt;
     private final java.time.InstantSource clock;
 
     @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = clock.instant(); }
@@ -219,7 +220,7 @@ final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** New output since the given offsets (null = where the previous read ended), then moves the cursor. */
-    synchronized ProcessStatus read(Long outSince, Long errSince, int max, String note) {
+    public synchronized ProcessStatus read(Long outSince, Long errSince, int max, String note) {
         OutputLog.Slice o = out.read(outSince == null ? outCursor : outSince, max);
         OutputLog.Slice e = err.read(errSince == null ? errCursor : errSince, max);
         outCursor = o.next();

@@ -1,5 +1,13 @@
-package dev.berth.engine;
+package dev.berth.engine.run;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.Lifecycle;
+import dev.berth.engine.OutputListener;
+import dev.berth.engine.ProcessStatus;
+import dev.berth.engine.RunRequest;
+import dev.berth.engine.RunResult;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;
@@ -18,22 +26,28 @@ import java.time.Instant;
  * Stateless apart from its collaborators; thread-safe. Callers hold the workspace as an active call
  * ({@link Workspace#callStarted}) while they call in.
  */
-final class RunFlow {
+public final class RunFlow {
     /** Background processes one workspace may track at once. */
-    static final int MAX_PROCESSES = 32;
+    public static final int MAX_PROCESSES = 32;
 
     private final Store store;
     private final Runner runner;
     private final EngineEvidence evidence;
     private final RunCredentials credentials;
-    private final WarmPool pool;
+    /** Starts a warm-pool replacement for a driver's sandbox; null without a pool. */
+    private final java.util.function.Consumer<dev.berth.engine.spi.IsolationDriver> refillPool;
 
-    RunFlow(Store store, Runner runner, EngineEvidence evidence, RunCredentials credentials, WarmPool pool) {
+    /**
+     * {@code refillPool} starts the replacement of a sandbox claimed from the warm pool (null without a pool): it is
+     * called when the claiming workspace's first run ends, so the replacement's start does not compete with it.
+     */
+    public RunFlow(Store store, Runner runner, EngineEvidence evidence, RunCredentials credentials,
+            java.util.function.Consumer<dev.berth.engine.spi.IsolationDriver> refillPool) {
         this.store = store;
         this.runner = runner;
         this.evidence = evidence;
         this.credentials = credentials;
-        this.pool = pool;
+        this.refillPool = refillPool;
     }
 
     /**
@@ -60,7 +74,7 @@ final class RunFlow {
     }
 
     /** Runs a command to its end and returns its result; the caller has admitted the run and holds the sandbox. */
-    RunResult foreground(Tenant tenant, Workspace ws, Sandbox sandbox, boolean resumed, RunRequest req,
+    public RunResult foreground(Tenant tenant, Workspace ws, Sandbox sandbox, boolean resumed, RunRequest req,
                          OutputListener listener, Policy narrowing) throws EngineException {
         String runId = Ids.next("run-");
         Instant startedAt = Instant.now();
@@ -78,7 +92,7 @@ final class RunFlow {
             ws.journal.ended(runId);
             // what the run wrote goes to disk now, off every request's path, not in a later snapshot
             ws.flushAfterRun(sandbox);
-            if (pool != null && ws.takePoolRefill()) pool.refill(ws.driver); // its first run ended: start its replacement
+            if (refillPool != null && ws.takePoolRefill()) refillPool.accept(ws.driver); // its first run ended: start its replacement
             s.release(evidence);
         }
         // the end record's fsync runs while the guard looks at what the run changed
@@ -102,7 +116,7 @@ final class RunFlow {
      * Starts a command in the background and returns its first status at once. Its credentials and egress live as
      * long as its process: released when it ends or is forgotten.
      */
-    ProcessStatus background(Tenant tenant, Workspace ws, Sandbox sandbox, boolean resumed, RunRequest req,
+    public ProcessStatus background(Tenant tenant, Workspace ws, Sandbox sandbox, boolean resumed, RunRequest req,
                              Policy narrowing) throws EngineException {
         ws.checkRoomForProcess(MAX_PROCESSES);
         BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress(), ws.clock);
