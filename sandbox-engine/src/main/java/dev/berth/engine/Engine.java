@@ -1,5 +1,9 @@
 package dev.berth.engine;
 
+import dev.berth.engine.template.ForkMany;
+import dev.berth.engine.template.Snapshots;
+import dev.berth.engine.template.WarmPool;
+import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.run.BackgroundProcess;
 import dev.berth.engine.run.FileOps;
 import dev.berth.engine.run.RunCredentials;

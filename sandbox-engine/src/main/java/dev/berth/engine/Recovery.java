@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.run.BackgroundProcess;
 import dev.berth.engine.run.ProcessHandover;
 import dev.berth.engine.run.Runner;

@@ -1,5 +1,9 @@
 package dev.berth.engine;
 
+import dev.berth.engine.template.ForkMany;
+import dev.berth.engine.template.Snapshots;
+import dev.berth.engine.template.WarmPool;
+import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.run.ProcessHandover;
 import dev.berth.engine.run.RunCredentials;
 import dev.berth.engine.run.Runner;
@@ -37,7 +41,7 @@ import java.util.Optional;
  * close. Every state change goes through {@link Workspace#move}; every transition holds the workspace's lock for its
  * whole duration and persists the record before it returns. Thread-safe.
  */
-final class WorkspaceLifecycle {
+final class WorkspaceLifecycle implements ForkMany.Opener {
     /** Every sandbox this engine starts is started there (see {@link SandboxStarter}); closed by {@link #shutdown}'s caller. */
     final SandboxStarter starter = new SandboxStarter();
     private static final System.Logger LOG = System.getLogger("berth.engine");
@@ -69,7 +73,8 @@ final class WorkspaceLifecycle {
 
     // ---------------------------------------------------------------- open
 
-    OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
+    @Override
+    public OpenResult open(Tenant tenant, OpenRequest req) throws EngineException {
         return open(tenant, req, null);
     }
 
@@ -306,6 +311,11 @@ final class WorkspaceLifecycle {
      * Closes a workspace and deletes its files. A persistent workspace is deleted only when {@code delete} is true,
      * so that an agent cannot lose work by calling close where it meant park.
      */
+    @Override
+    public void discard(Tenant tenant, String workspaceId) throws EngineException {
+        close(registry.resolve(tenant, workspaceId), true);
+    }
+
     CloseResult close(Workspace ws, boolean delete) throws EngineException {
         ws.lock.lock();
         try {

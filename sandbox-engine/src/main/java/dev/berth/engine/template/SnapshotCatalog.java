@@ -1,5 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.template;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.SnapshotInfo;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.EngineException.Kind;
 import java.io.IOException;
@@ -14,15 +17,15 @@ import java.util.regex.Pattern;
  * Finds snapshots on disk for a tenant: by id or by name, never another tenant's (those are "not found"). Reads
  * each snapshot's checksummed record; an unreadable one is skipped with a warning. Thread-safe.
  */
-final class SnapshotCatalog {
+public final class SnapshotCatalog {
     private static final System.Logger LOG = System.getLogger("berth.engine");
     private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{1,32}");
     private final Store store;
 
-    SnapshotCatalog(Store store) { this.store = store; }
+    public SnapshotCatalog(Store store) { this.store = store; }
 
     /** Every readable snapshot record, of every tenant (for dependency checks). */
-    List<Store.SnapshotRecord> all() throws EngineException {
+    public List<Store.SnapshotRecord> all() throws EngineException {
         List<Store.SnapshotRecord> out = new ArrayList<>();
         try {
             for (Path dir : Store.children(store.snapshots)) {
@@ -38,7 +41,7 @@ final class SnapshotCatalog {
         return out;
     }
 
-    List<SnapshotInfo> list(Tenant tenant) throws EngineException {
+    public List<SnapshotInfo> list(Tenant tenant) throws EngineException {
         List<SnapshotInfo> out = new ArrayList<>();
         try {
             for (Path dir : Store.children(store.snapshots)) {
@@ -59,7 +62,7 @@ final class SnapshotCatalog {
         return tenant.id().equals(rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant());
     }
 
-    Optional<Store.SnapshotRecord> byName(Tenant tenant, String name) throws EngineException {
+    public Optional<Store.SnapshotRecord> byName(Tenant tenant, String name) throws EngineException {
         try {
             for (Path dir : Store.children(store.snapshots)) {
                 try {
@@ -73,7 +76,7 @@ final class SnapshotCatalog {
         return Optional.empty();
     }
 
-    Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException {
+    public Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException {
         Path dir = store.snapshotDir(ref);
         if (ID.matcher(ref).matches() && Files.isDirectory(dir)) {
             try {

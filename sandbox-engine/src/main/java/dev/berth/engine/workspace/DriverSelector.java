@@ -1,5 +1,8 @@
-package dev.berth.engine;
+package dev.berth.engine.workspace;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IsolationDriver;
@@ -13,28 +16,28 @@ import java.util.Map;
  * default, or the first that runs here; never a weaker level than the operator requires, never a silent
  * substitute. Validates the resources asked for. Thread-safe (drivers are).
  */
-final class DriverSelector {
+public final class DriverSelector {
     private final Map<String, IsolationDriver> drivers = new LinkedHashMap<>();
     private final String defaultIsolation;
     private final String requiredIsolation;
 
-    DriverSelector(EngineConfig config) {
+    public DriverSelector(EngineConfig config) {
         for (IsolationDriver d : config.drivers()) drivers.put(d.name(), d);
         this.defaultIsolation = config.defaultIsolation();
         this.requiredIsolation = config.requiredIsolation();
     }
 
     /** The driver named {@code name}, or null when this server has none by that name. */
-    IsolationDriver byName(String name) { return drivers.get(name); }
+    public IsolationDriver byName(String name) { return drivers.get(name); }
 
-    Iterable<IsolationDriver> all() { return drivers.values(); }
+    public Iterable<IsolationDriver> all() { return drivers.values(); }
 
     /**
      * @param wanted       the isolation asked for, or null
      * @param snapIsolation the isolation of the snapshot a fork starts from, or null
      * @param snapName     that snapshot's name (for messages)
      */
-    IsolationDriver choose(String wanted, String snapIsolation, String snapName) throws EngineException {
+    public IsolationDriver choose(String wanted, String snapIsolation, String snapName) throws EngineException {
         if (snapIsolation != null && wanted != null && !wanted.equals(snapIsolation)) {
             throw new EngineException(Kind.CONFLICT, "snapshot '" + snapName + "' was taken with isolation '"
                     + snapIsolation + "'; a fork uses the same isolation, so omit isolation or pass '" + snapIsolation + "'");
@@ -63,12 +66,12 @@ final class DriverSelector {
     }
 
     /** The configured drivers' names, without probing them (a probe can take seconds: QEMU, the guest image). */
-    java.util.Set<String> names() {
+    public java.util.Set<String> names() {
         return java.util.Collections.unmodifiableSet(drivers.keySet());
     }
 
     /** Drivers with their availability, for {@code berth doctor}. */
-    Map<String, Availability> report() {
+    public Map<String, Availability> report() {
         Map<String, Availability> m = new LinkedHashMap<>();
         for (IsolationDriver d : drivers.values()) m.put(d.name(), d.probe());
         return m;
@@ -79,11 +82,11 @@ final class DriverSelector {
      * refused with the numbers when outside Berth's ranges, above the operator's ceiling for the tenant, or larger
      * than this machine.
      */
-    static Resources validate(Tenant tenant, Resources r) throws EngineException {
+    public static Resources validate(Tenant tenant, Resources r) throws EngineException {
         return validate(tenant, r, Runtime.getRuntime().availableProcessors(), machineMemoryMiB());
     }
 
-    static Resources validate(Tenant tenant, Resources r, int cpus, long memoryMiB) throws EngineException {
+    public static Resources validate(Tenant tenant, Resources r, int cpus, long memoryMiB) throws EngineException {
         if (r == null) r = tenant.sizes().defaults();
         // an I/O direction not asked for (0) gets the tenant's default for it
         r = r.withIo(r.io().orElse(tenant.sizes().defaults().io()));
@@ -129,7 +132,7 @@ final class DriverSelector {
     }
 
     /** MemTotal of this machine in MiB, or 0 if unknown. */
-    static long machineMemoryMiB() {
+    public static long machineMemoryMiB() {
         try {
             for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
                 if (l.startsWith("MemTotal:")) return Long.parseLong(l.replaceAll("\\D", "")) >> 10;
@@ -140,7 +143,7 @@ final class DriverSelector {
         return 0;
     }
 
-    static Resources validate(Resources r) throws EngineException {
+    public static Resources validate(Resources r) throws EngineException {
         if (r == null) return Resources.DEFAULT;
         if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");
         if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");

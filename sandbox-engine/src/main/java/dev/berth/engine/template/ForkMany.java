@@ -1,5 +1,11 @@
-package dev.berth.engine;
+package dev.berth.engine.template;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.OpenResult;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Resources;
@@ -12,11 +18,20 @@ import java.util.concurrent.Future;
 /**
  * Opens {@code count} workspaces from one snapshot at once, their sandboxes started concurrently (one thread
  * each), all or nothing: when one cannot start, the others are closed and deleted and the first failure is reported.
- * Each fork is an ordinary {@link WorkspaceLifecycle#open}: its own id, host uid, RNG state (the microVM driver
- * reseeds every fork) and run placeholders. Thread-safe.
+ * Each fork is an ordinary open ({@link Opener#open}, the workspace lifecycle's): its own id, host uid, RNG state
+ * (the microVM driver reseeds every fork) and run placeholders. Thread-safe.
  */
-final class ForkMany {
-    private final WorkspaceLifecycle lifecycle;
+public final class ForkMany {
+    /** How one fork is opened, and closed and deleted again when the others cannot all start. */
+    public interface Opener {
+        /** Opens one workspace, exactly as a single open does. */
+        OpenResult open(Tenant tenant, OpenRequest req) throws EngineException;
+
+        /** Closes and deletes a workspace this call opened. */
+        void discard(Tenant tenant, String workspaceId) throws EngineException;
+    }
+
+    private final Opener lifecycle;
     private final WorkspaceRegistry registry;
     private final Snapshots snapshots;
     private final EngineConfig config;
@@ -29,7 +44,7 @@ final class ForkMany {
      */
     private final ExecutorService starters;
 
-    ForkMany(EngineConfig config, WorkspaceRegistry registry, Snapshots snapshots, WorkspaceLifecycle lifecycle) {
+    public ForkMany(EngineConfig config, WorkspaceRegistry registry, Snapshots snapshots, Opener lifecycle) {
         int n = config.templates().forkLimit();
         var pool = new java.util.concurrent.ThreadPoolExecutor(n, n, 0, java.util.concurrent.TimeUnit.SECONDS,
                 new java.util.concurrent.LinkedBlockingQueue<>(), Thread.ofPlatform().daemon().name("berth-fork-", 0).factory());
@@ -41,11 +56,11 @@ final class ForkMany {
     }
 
     /** Stops the starter threads (at engine close, after every sandbox was stopped). */
-    void close() {
+    public void close() {
         starters.shutdownNow();
     }
 
-    List<OpenResult> open(Tenant tenant, OpenRequest req, int count, int limit) throws EngineException {
+    public List<OpenResult> open(Tenant tenant, OpenRequest req, int count, int limit) throws EngineException {
         if (limit < 1) throw new IllegalArgumentException("fork limit must be at least 1, got " + limit);
         if (count < 1 || count > limit) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "count must be between 1 and " + limit
@@ -91,7 +106,7 @@ final class ForkMany {
         if (first == null) return List.copyOf(opened);
         for (OpenResult o : opened) {
             try {
-                lifecycle.close(registry.resolve(tenant, o.workspace().id()), true);
+                lifecycle.discard(tenant, o.workspace().id());
             } catch (EngineException e) {
                 first.addSuppressed(e);
             }

@@ -1,5 +1,9 @@
-package dev.berth.engine;
+package dev.berth.engine.template;
 
+import dev.berth.engine.EngineException;
+import dev.berth.engine.SnapshotInfo;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;
@@ -23,7 +27,7 @@ import java.util.List;
  * assembled in a hidden directory and renamed into place so a half-written snapshot is never listed; deleted only
  * when nothing builds on them any more. Thread-safe.
  */
-final class Snapshots {
+public final class Snapshots {
     private final Store store;
     private final WorkspaceRegistry registry;
     private final SnapshotCatalog catalog;
@@ -33,7 +37,7 @@ final class Snapshots {
     /** Driver by name (null when not configured): whether a snapshot's forks outlive it. */
     private final java.util.function.Function<String, dev.berth.engine.spi.IsolationDriver> drivers;
 
-    Snapshots(Store store, WorkspaceRegistry registry, EngineEvidence evidence,
+    public Snapshots(Store store, WorkspaceRegistry registry, EngineEvidence evidence,
               java.util.function.Function<String, dev.berth.engine.spi.IsolationDriver> drivers) {
         this.drivers = drivers;
         this.store = store;
@@ -42,10 +46,10 @@ final class Snapshots {
         this.catalog = new SnapshotCatalog(store);
     }
 
-    Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException { return catalog.find(tenant, ref); }
+    public Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException { return catalog.find(tenant, ref); }
 
     /** The tenant's snapshots, each with what depends on it. */
-    List<SnapshotInfo> list(Tenant tenant) throws EngineException {
+    public List<SnapshotInfo> list(Tenant tenant) throws EngineException {
         List<Store.SnapshotRecord> all = catalog.all();
         return catalog.list(tenant).stream().map(s -> s.withDependents(dependents(s.id(), all))).toList();
     }
@@ -83,7 +87,7 @@ final class Snapshots {
         }
     }
 
-    SnapshotInfo take(Tenant tenant, Workspace ws, String name) throws EngineException {
+    public SnapshotInfo take(Tenant tenant, Workspace ws, String name) throws EngineException {
         long started = System.nanoTime();
         ws.lock.lock();
         try {
@@ -144,7 +148,7 @@ final class Snapshots {
      * its space is freed as its forks close. Otherwise refused while anything still builds on it: open workspaces
      * forked from it, or snapshots taken of such workspaces.
      */
-    SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
+    public SnapshotInfo delete(Tenant tenant, String ref) throws EngineException {
         synchronized (registry.namesLock) {
             Store.SnapshotRecord snap = catalog.find(tenant, ref);
             var driver = drivers.apply(snap.isolation());

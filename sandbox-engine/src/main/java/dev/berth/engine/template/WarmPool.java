@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.template;
 
 import dev.berth.engine.run.Runner;
 import dev.berth.engine.evidence.AgentConfigGuard;
@@ -27,11 +27,11 @@ import java.util.concurrent.Executors;
  * sandbox dies with the thread that started it). Members are destroyed and their directories deleted at close; after
  * a crash, recovery deletes them like any half-created workspace (directories without a record). Thread-safe.
  */
-final class WarmPool {
+public final class WarmPool {
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     /** One started sandbox waiting for its workspace. */
-    record Member(String id, Sandbox sandbox, Resources resources) {}
+    public record Member(String id, Sandbox sandbox, Resources resources) {}
 
     private final Store store;
     private final int size;
@@ -45,7 +45,7 @@ final class WarmPool {
     private final ExecutorService filler = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("berth-pool").factory());
     private boolean closed;
 
-    WarmPool(Store store, int size, long budgetMembers, List<IsolationDriver> levels) {
+    public WarmPool(Store store, int size, long budgetMembers, List<IsolationDriver> levels) {
         this.store = store;
         this.size = size;
         this.budgetMembers = budgetMembers;
@@ -58,18 +58,18 @@ final class WarmPool {
     }
 
     /** Starts filling every level, the default one first (the budget may not cover them all). */
-    void start() {
+    public void start() {
         for (IsolationDriver d : order) refill(d);
     }
 
     /** The levels the pool fills, in order. */
-    List<String> levels() { return order.stream().map(IsolationDriver::name).toList(); }
+    public List<String> levels() { return order.stream().map(IsolationDriver::name).toList(); }
 
     /** Members per level it aims for (before the memory budget). */
-    int size() { return size; }
+    public int size() { return size; }
 
     /** A waiting member of {@code driver}'s pool started with {@code resources}, or null (a miss). */
-    Member claim(IsolationDriver driver, Resources resources) {
+    public Member claim(IsolationDriver driver, Resources resources) {
         Member m = null;
         synchronized (this) {
             ArrayDeque<Member> q = ready.get(driver.name());
@@ -95,23 +95,23 @@ final class WarmPool {
     }
 
     /** How long after a claim the pool refills at the latest, if the claimed workspace runs nothing before. */
-    static final long REFILL_DELAY_MS = 1000;
+    public static final long REFILL_DELAY_MS = 1000;
 
     /** Members waiting or being started, over all levels (what the memory budget counts). */
-    synchronized int held() {
+    public synchronized int held() {
         int n = 0;
         for (String level : ready.keySet()) n += ready.get(level).size() + starting.get(level);
         return n;
     }
 
     /** Members waiting for {@code level}. */
-    synchronized int ready(String level) {
+    public synchronized int ready(String level) {
         ArrayDeque<Member> q = ready.get(level);
         return q == null ? 0 : q.size();
     }
 
     /** Starts members of {@code d}'s level up to the size and the budget (idempotent: a full level starts none). */
-    void refill(IsolationDriver d) {
+    public void refill(IsolationDriver d) {
         synchronized (this) {
             if (closed || !ready.containsKey(d.name())) return;
             int want = size - ready.get(d.name()).size() - starting.get(d.name());
@@ -166,7 +166,7 @@ final class WarmPool {
     }
 
     /** Warm-up runs per member: the first run of a fresh microVM under TCG took 330-450 ms, the third 80-130. */
-    static final int WARM_UP_RUNS = 3;
+    public static final int WARM_UP_RUNS = 3;
 
     /**
      * Takes a member through what a run does ({@link AgentConfigGuard}'s look before and after, a confined
@@ -206,7 +206,7 @@ final class WarmPool {
     }
 
     /** Destroys every waiting member and stops refilling; a start in flight discards its member when it ends. */
-    void close() {
+    public void close() {
         synchronized (this) {
             closed = true;
             for (var e : ready.entrySet()) {
