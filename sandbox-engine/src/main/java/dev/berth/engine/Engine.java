@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.lifecycle.IdleReaper;
+import dev.berth.engine.lifecycle.Recovery;
+import dev.berth.engine.lifecycle.WorkspaceLifecycle;
 import dev.berth.engine.template.ForkMany;
 import dev.berth.engine.template.Snapshots;
 import dev.berth.engine.template.WarmPool;

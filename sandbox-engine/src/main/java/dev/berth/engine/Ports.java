@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.lifecycle.WorkspaceLifecycle;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceAction;

@@ -1,5 +1,10 @@
-package dev.berth.engine;
+package dev.berth.engine.lifecycle;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.Lifecycle;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.run.BackgroundProcess;
 import dev.berth.engine.run.ProcessHandover;
@@ -35,7 +40,7 @@ import java.util.List;
  * <li>runtime directories of everything not adopted are cleaned through every driver and deleted.</li>
  * </ul>
  */
-final class Recovery {
+public final class Recovery {
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     private final EngineConfig config;
@@ -43,14 +48,14 @@ final class Recovery {
     private final WorkspaceRegistry registry;
     private final DriverSelector drivers;
 
-    Recovery(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers) {
+    public Recovery(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers) {
         this.config = config;
         this.store = store;
         this.registry = registry;
         this.drivers = drivers;
     }
 
-    void run() {
+    public void run() {
         try {
             for (Path dir : Store.children(store.workspaces)) recoverWorkspace(dir);
             for (Path rt : Store.children(store.run)) {

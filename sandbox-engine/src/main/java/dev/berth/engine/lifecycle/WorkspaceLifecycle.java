@@ -1,5 +1,15 @@
-package dev.berth.engine;
+package dev.berth.engine.lifecycle;
 
+import dev.berth.engine.CloseResult;
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.ImageRef;
+import dev.berth.engine.Lifecycle;
+import dev.berth.engine.OpenRequest;
+import dev.berth.engine.OpenResult;
+import dev.berth.engine.ParkResult;
+import dev.berth.engine.Tenant;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.template.ForkMany;
 import dev.berth.engine.template.Snapshots;
 import dev.berth.engine.template.WarmPool;
@@ -41,9 +51,9 @@ import java.util.Optional;
  * close. Every state change goes through {@link Workspace#move}; every transition holds the workspace's lock for its
  * whole duration and persists the record before it returns. Thread-safe.
  */
-final class WorkspaceLifecycle implements ForkMany.Opener {
+public final class WorkspaceLifecycle implements ForkMany.Opener {
     /** Every sandbox this engine starts is started there (see {@link SandboxStarter}); closed by {@link #shutdown}'s caller. */
-    final SandboxStarter starter = new SandboxStarter();
+    public final SandboxStarter starter = new SandboxStarter();
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     private final EngineConfig config;
@@ -57,7 +67,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
     private final dev.berth.engine.image.ImageStore images;
     private final WarmPool pool;
 
-    WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
+    public WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
                        Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence,
                        dev.berth.engine.image.ImageStore images, WarmPool pool) {
         this.pool = pool;
@@ -79,7 +89,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
     }
 
     /** @param buildRoot a recipe build's writable root on the namespace level (see {@link Engine#openToBuild}), or null */
-    OpenResult open(Tenant tenant, OpenRequest req, java.nio.file.Path buildRoot) throws EngineException {
+    public OpenResult open(Tenant tenant, OpenRequest req, java.nio.file.Path buildRoot) throws EngineException {
         long t0 = System.nanoTime();
         String name = req.name();
         WorkspaceRegistry.checkName("workspace", name);
@@ -205,7 +215,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
      * Starts the sandbox of a parked workspace, or of a running one whose sandbox died. Returns whether it started
      * one. Caller holds the lock and has admitted its action.
      */
-    boolean ensureRunning(Tenant tenant, Workspace ws) throws EngineException {
+    public boolean ensureRunning(Tenant tenant, Workspace ws) throws EngineException {
         if (ws.state() == WorkspaceState.RUNNING && ws.sandboxLive()) return false;
         if (ws.state() == WorkspaceState.RUNNING && ws.sandbox() != null) {
             LOG.log(System.Logger.Level.WARNING, "sandbox of " + ws.id + " had stopped; restarting it");
@@ -251,7 +261,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
 
     // ---------------------------------------------------------------- park
 
-    ParkResult park(Workspace ws) throws EngineException {
+    public ParkResult park(Workspace ws) throws EngineException {
         ws.lock.lock();
         try {
             if (ws.admit(WorkspaceAction.PARK) == Transitions.Effect.ALREADY_DONE) {
@@ -268,7 +278,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
     }
 
     /** Parks a running workspace. Caller holds the lock. */
-    ParkResult parkLocked(Workspace ws) throws EngineException {
+    public ParkResult parkLocked(Workspace ws) throws EngineException {
         long t0 = System.nanoTime();
         ws.move(Step.PARK);
         // a driver that keeps memory keeps the processes: their handles are re-attached on resume
@@ -316,7 +326,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
         close(registry.resolve(tenant, workspaceId), true);
     }
 
-    CloseResult close(Workspace ws, boolean delete) throws EngineException {
+    public CloseResult close(Workspace ws, boolean delete) throws EngineException {
         ws.lock.lock();
         try {
             ws.admit(WorkspaceAction.CLOSE);
@@ -336,7 +346,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
     }
 
     /** Stops the sandbox and deletes everything of the workspace. Caller holds the lock. */
-    void destroyAndDelete(Workspace ws) {
+    public void destroyAndDelete(Workspace ws) {
         long t0 = System.nanoTime();
         ws.forgetProcesses();
         ws.egress.forget();
@@ -356,7 +366,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
      * Parks or deletes every workspace, all at once: clients give a server a few seconds between closing its stdin
      * and killing it (the MCP TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later).
      */
-    void shutdown() {
+    public void shutdown() {
         List<Thread> threads = new java.util.ArrayList<>();
         for (Workspace ws : registry.all()) {
             threads.add(Thread.ofVirtual().name("berth-shutdown-" + ws.id).start(() -> {
@@ -398,7 +408,7 @@ final class WorkspaceLifecycle implements ForkMany.Opener {
      * A throwaway, read-only sandbox on a damaged workspace's disk (see {@link StartRequest.Inspect}); the workspace
      * stays damaged and its saved files are not touched. Caller holds the lock and destroys the sandbox after use.
      */
-    Sandbox inspect(Workspace ws) throws EngineException {
+    public Sandbox inspect(Workspace ws) throws EngineException {
         try {
             return starter.start(ws.driver, startRequest(ws, new StartRequest.Inspect()));
         } catch (SandboxException | IOException e) {

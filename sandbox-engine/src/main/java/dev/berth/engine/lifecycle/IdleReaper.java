@@ -1,5 +1,10 @@
-package dev.berth.engine;
+package dev.berth.engine.lifecycle;
 
+import dev.berth.engine.EngineConfig;
+import dev.berth.engine.EngineException;
+import dev.berth.engine.Lifecycle;
+import dev.berth.engine.LifecyclePolicy;
+import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceRegistry;
 import java.time.Instant;
@@ -14,7 +19,7 @@ import java.util.stream.LongStream;
  * workspace with a run in flight, or whose lock a transition holds, is left for the next round, so nothing is ever
  * parked or closed in the middle of a run. Thread-safe.
  */
-final class IdleReaper implements AutoCloseable {
+public final class IdleReaper implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.engine");
 
     private final EngineConfig config;
@@ -26,14 +31,14 @@ final class IdleReaper implements AutoCloseable {
         return t;
     });
 
-    IdleReaper(EngineConfig config, WorkspaceRegistry registry, WorkspaceLifecycle lifecycle) {
+    public IdleReaper(EngineConfig config, WorkspaceRegistry registry, WorkspaceLifecycle lifecycle) {
         this.config = config;
         this.registry = registry;
         this.lifecycle = lifecycle;
     }
 
     /** Checks every quarter of the shortest timer of any policy, at least every second and at most every minute. */
-    void start() {
+    public void start() {
         long shortest = LongStream.concat(LongStream.of(timers(config.lifecycle())),
                         config.tenantLifecycle().values().stream().flatMapToLong(p -> LongStream.of(timers(p))))
                 .filter(v -> v > 0).min().orElse(240);
@@ -46,7 +51,7 @@ final class IdleReaper implements AutoCloseable {
     }
 
     /** One round now: parks or closes every workspace whose deadline has passed on the engine's clock. */
-    void reap() {
+    public void reap() {
         Instant now = config.clock().instant();
         for (Workspace ws : registry.all()) {
             Instant due = ws.lifecycle == Lifecycle.PERSISTENT ? ws.idleParkAt() : ws.expiresAt();

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.lifecycle;
 
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Sandbox;
@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
  * the namespace sandboxes they had started down with them. Threads are made as concurrent starts need them and stay;
  * their number is the most starts ever in flight at once. Thread-safe.
  */
-final class SandboxStarter implements AutoCloseable {
+public final class SandboxStarter implements AutoCloseable {
     private final ExecutorService threads = new ThreadPoolExecutor(0, Integer.MAX_VALUE, Long.MAX_VALUE, TimeUnit.NANOSECONDS,
             new SynchronousQueue<>(), Thread.ofPlatform().daemon().name("berth-start-", 0).factory());
 
@@ -27,7 +27,7 @@ final class SandboxStarter implements AutoCloseable {
      * for the start to finish even if interrupted (a start abandoned half-way would leave a sandbox nobody owns); the
      * interrupt is kept for it to see afterwards.
      */
-    Sandbox start(IsolationDriver driver, StartRequest request) throws SandboxException {
+    public Sandbox start(IsolationDriver driver, StartRequest request) throws SandboxException {
         Future<Sandbox> f = threads.submit(() -> driver.start(request));
         boolean interrupted = false;
         try {
