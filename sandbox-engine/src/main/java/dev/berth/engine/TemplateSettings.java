@@ -1,6 +1,7 @@
 package dev.berth.engine;
 
 import dev.berth.engine.workspace.DriverSelector;
+
 /**
  * The operator's settings for templates: how many workspaces one {@code open_workspace {from_snapshot, count}} may
  * fork, and the warm pool. Immutable.

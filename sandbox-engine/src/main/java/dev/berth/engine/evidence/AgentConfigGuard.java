@@ -30,13 +30,13 @@ import java.util.Map;
  */
 public final class AgentConfigGuard {
 
-    public static final List<String> GUARDED = List.of(".claude", ".claude.json", ".mcp.json", ".cursor", ".vscode/settings.json",
+    static final List<String> GUARDED = List.of(".claude", ".claude.json", ".mcp.json", ".cursor", ".vscode/settings.json",
             ".git/hooks", ".npmrc", ".pypirc", "CLAUDE.md", "AGENTS.md");
-    public static final List<String> ROOTS = List.of("/workspace", "/root");
-    public static final int MAX_SUBDIRS = 16;
-    public static final int MAX_FILES = 300;
-    public static final int MAX_HASHED = 1 << 20;
-    public static final int MAX_KEPT = 256 << 10;
+    static final List<String> ROOTS = List.of("/workspace", "/root");
+    static final int MAX_SUBDIRS = 16;
+    static final int MAX_FILES = 300;
+    static final int MAX_HASHED = 1 << 20;
+    static final int MAX_KEPT = 256 << 10;
 
     /** One guarded file as it was: {@code content} kept (for revert) when small. */
     public record Entry(char kind, long size, int mode, long mtime, String sha256, byte[] content) {

@@ -4,23 +4,22 @@ import dev.berth.engine.AgentConfigChange;
 import dev.berth.engine.EgressDenial;
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.ImageRef;
 import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.SecretUse;
 import dev.berth.engine.SnapshotInfo;
 import dev.berth.engine.Tenant;
-import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.egress.WorkspaceEgress;
-
-import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.audit.AuditException;
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.audit.AuditTrail;
 import dev.berth.engine.audit.Canonical;
 import dev.berth.engine.audit.Durability;
 import dev.berth.engine.audit.Receipts;
+import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.metrics.EngineMetrics;
+import dev.berth.engine.workspace.Workspace;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -50,7 +49,7 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class EngineEvidence implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.audit");
     /** Commands longer than this are recorded cut, with the length and digest of the whole. */
-    public static final int COMMAND_KEPT = 4096;
+    static final int COMMAND_KEPT = 4096;
 
     private final AuditTrail trail;
     private final EngineMetrics metrics;
@@ -81,7 +80,7 @@ public final class EngineEvidence implements AutoCloseable {
      * What the workspace runs on, for the audit log and receipts: {@code NAME@sha256:...} for an image from the store
      * (the digest it was opened with), else the driver's own image id.
      */
-    public String imageId(Workspace ws) {
+    String imageId(Workspace ws) {
         ImageRef image = ws.image();
         if (image != null) return image.name() + "@" + image.digest();
         return imageIds.computeIfAbsent(ws.driver.name(), n -> String.valueOf(ws.driver.imageId()));
@@ -155,7 +154,7 @@ public final class EngineEvidence implements AutoCloseable {
         });
     }
 
-    public static String treeDigest(Path dir) throws IOException {
+    static String treeDigest(Path dir) throws IOException {
         List<Path> files;
         try (var s = Files.walk(dir)) {
             files = s.filter(Files::isRegularFile).sorted().toList();

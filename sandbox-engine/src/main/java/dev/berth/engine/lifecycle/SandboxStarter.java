@@ -27,7 +27,7 @@ public final class SandboxStarter implements AutoCloseable {
      * for the start to finish even if interrupted (a start abandoned half-way would leave a sandbox nobody owns); the
      * interrupt is kept for it to see afterwards.
      */
-    public Sandbox start(IsolationDriver driver, StartRequest request) throws SandboxException {
+    Sandbox start(IsolationDriver driver, StartRequest request) throws SandboxException {
         Future<Sandbox> f = threads.submit(() -> driver.start(request));
         boolean interrupted = false;
         try {

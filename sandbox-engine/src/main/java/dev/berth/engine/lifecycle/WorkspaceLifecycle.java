@@ -3,6 +3,7 @@ package dev.berth.engine.lifecycle;
 import dev.berth.engine.CloseResult;
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.ImageRef;
 import dev.berth.engine.Lifecycle;
 import dev.berth.engine.OpenRequest;
@@ -10,26 +11,13 @@ import dev.berth.engine.OpenResult;
 import dev.berth.engine.ParkResult;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.WorkspaceState;
-import dev.berth.engine.template.ForkMany;
-import dev.berth.engine.template.Snapshots;
-import dev.berth.engine.template.WarmPool;
-import dev.berth.engine.workspace.DriverSelector;
+import dev.berth.engine.egress.EgressPolicies;
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.run.ProcessHandover;
 import dev.berth.engine.run.RunCredentials;
 import dev.berth.engine.run.Runner;
 import dev.berth.engine.run.TrustBundle;
-import dev.berth.engine.evidence.EngineEvidence;
-import dev.berth.engine.workspace.Ids;
-import dev.berth.engine.workspace.Store;
-import dev.berth.engine.workspace.Transitions;
-import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.workspace.WorkspaceAction;
-import dev.berth.engine.workspace.WorkspaceRegistry;
-import dev.berth.engine.egress.WorkspaceEgress;
-import dev.berth.engine.egress.EgressPolicies;
-
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.workspace.Transitions.Step;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.IsolationLevel;
 import dev.berth.engine.spi.Resources;
@@ -38,6 +26,17 @@ import dev.berth.engine.spi.SandboxDamagedException;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.SandboxStillRunningException;
 import dev.berth.engine.spi.StartRequest;
+import dev.berth.engine.template.ForkMany;
+import dev.berth.engine.template.Snapshots;
+import dev.berth.engine.template.WarmPool;
+import dev.berth.engine.workspace.DriverSelector;
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Transitions.Step;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -65,6 +64,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
 
     private final EngineEvidence evidence;
     private final dev.berth.engine.image.ImageStore images;
+    private final WorkspaceImages workspaceImages;
     private final WarmPool pool;
 
     public WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
@@ -73,6 +73,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
         this.pool = pool;
         this.evidence = evidence;
         this.images = images;
+        this.workspaceImages = new WorkspaceImages(images);
         this.config = config;
         this.store = store;
         this.registry = registry;
@@ -107,7 +108,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
 
         Workspace ws;
         WarmPool.Member member;
-        ImageChoice image = null;
+        WorkspaceImages.Choice image = null;
         synchronized (registry.namesLock) {
             if (name != null) {
                 Optional<Workspace> existing = registry.byName(tenant, name);
@@ -124,7 +125,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
                         + config.maxWorkspaces() + "); close or park one you no longer need");
             }
             registry.checkQuota(tenant, resources, true);
-            image = chooseImage(tenant, req, snap, driver);
+            image = workspaceImages.choose(tenant, req, snap, driver);
             // a fresh workspace on the built-in image without credentials (whose sandbox gets nothing of its own at
             // start) may take a sandbox the warm pool started; it becomes this workspace and never goes back
             member = pool != null && snap == null && image == null && secrets.isEmpty() ? pool.claim(driver, resources) : null;
@@ -278,7 +279,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
     }
 
     /** Parks a running workspace. Caller holds the lock. */
-    public ParkResult parkLocked(Workspace ws) throws EngineException {
+    ParkResult parkLocked(Workspace ws) throws EngineException {
         long t0 = System.nanoTime();
         ws.move(Step.PARK);
         // a driver that keeps memory keeps the processes: their handles are re-attached on resume
@@ -346,7 +347,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
     }
 
     /** Stops the sandbox and deletes everything of the workspace. Caller holds the lock. */
-    public void destroyAndDelete(Workspace ws) {
+    void destroyAndDelete(Workspace ws) {
         long t0 = System.nanoTime();
         ws.forgetProcesses();
         ws.egress.forget();
@@ -431,84 +432,5 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
             }
         }
         return new StartRequest(ws.id, ws.stateDir(), ws.runtimeDir, mode, ws.resources, Runner.PROXY_PORT, root);
-    }
-
-    private record ImageChoice(ImageRef ref, dev.berth.engine.image.ImageRecord record) {}
-
-    /**
-     * The level's built-in image as a store name: on the levels whose own root is the host's {@code /usr}, the
-     * developer image {@code berth setup} imported ({@link dev.berth.engine.image.ImageStore#DEVELOPER}; open to every
-     * tenant, like the level's own root); null: the driver's own root (the microVM level's own image, or the host's
-     * {@code /usr} where no developer image was imported: results then say {@code built-in} with the driver's id,
-     * {@code host-usr+...}).
-     */
-    private String builtInImage(IsolationDriver driver) throws EngineException {
-        if (!IsolationLevel.of(driver).hostRoot()) return null;
-        try {
-            return images.digestOf(dev.berth.engine.image.ImageStore.DEVELOPER).isPresent() ? dev.berth.engine.image.ImageStore.DEVELOPER : null;
-        } catch (IOException e) {
-            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
-        }
-    }
-
-    /**
-     * The image a new workspace runs on: a fork keeps its snapshot's; otherwise the one named (resolved to its digest
-     * now, so that renaming the image later never changes the workspace), on a driver that can open images.
-     */
-    private ImageChoice chooseImage(Tenant tenant, OpenRequest req, Store.SnapshotRecord snap, IsolationDriver driver) throws EngineException {
-        String name = req.image();
-        ImageRef ref;
-        if (snap != null) {
-            ref = snap.image();
-            String has = ref == null ? ImageRef.BUILT_IN : ref.name();
-            if (name != null && !name.equals(has)) {
-                throw new EngineException(Kind.CONFLICT, "snapshot '" + snap.name() + "' was taken on image '" + has
-                        + "'; a fork keeps its snapshot's image, so omit image");
-            }
-            if (ref == null) return null;
-        } else {
-            if (name == null) {
-                // the operator's default image, where the level opens images (every tenant may open it)
-                Optional<String> dflt;
-                try {
-                    dflt = images.defaultName();
-                } catch (IOException e) {
-                    throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
-                }
-                if (!IsolationLevel.of(driver).opensImages()) return null;
-                if (dflt.isEmpty()) {
-                    name = builtInImage(driver);
-                    if (name == null) return null;
-                } else {
-                    name = dflt.get();
-                }
-            } else if (name.equals(ImageRef.BUILT_IN)) {
-                name = builtInImage(driver);
-                if (name == null) return null;
-            } else if (!tenant.mayImage(name)) {
-                throw new EngineException(Kind.INVALID_ARGUMENT, "tenant '" + tenant.id() + "' is not granted image '" + name
-                        + "' (granted: " + (tenant.images() == null ? "all" : new java.util.TreeSet<>(tenant.images()))
-                        + "); the operator grants images per tenant in the config's tenants.<id>.images");
-            }
-            if (!IsolationLevel.of(driver).opensImages()) {
-                throw new EngineException(Kind.INVALID_ARGUMENT, "the " + driver.name() + " level cannot open imported images"
-                        + " (image '" + name + "'); ask for isolation " + dev.berth.engine.image.ImageStore.DRIVERS);
-            }
-            try {
-                var rec = images.resolve(name);
-                ref = new ImageRef(name, rec.digest());
-            } catch (dev.berth.engine.image.ImageException e) {
-                throw new EngineException(Kind.NOT_FOUND, e.getMessage(), e);
-            } catch (IOException e) {
-                throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
-            }
-        }
-        try {
-            var rec = images.byDigest(ref.digest()).orElseThrow(() -> new EngineException(Kind.NOT_FOUND, "image '"
-                    + ref.name() + "' (" + ref.digest() + ") is no longer in the store"));
-            return new ImageChoice(ref, rec);
-        } catch (IOException e) {
-            throw new EngineException(Kind.UNAVAILABLE, "reading the image store failed: " + e.getMessage(), e);
-        }
     }
 }

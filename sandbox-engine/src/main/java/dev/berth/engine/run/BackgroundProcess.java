@@ -1,15 +1,14 @@
 package dev.berth.engine.run;
 
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.ProcessStatus;
-import dev.berth.engine.workspace.Store;
-import dev.berth.engine.workspace.TrackedProcess;
-import dev.berth.engine.workspace.Workspace;
-
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.TrackedProcess;
+import dev.berth.engine.workspace.Workspace;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -22,17 +21,17 @@ import java.nio.charset.StandardCharsets;
  * the workspace record ({@link Store.ProcessRecord}) so a new server can do the same after a crash.
  */
 public final class BackgroundProcess implements ExecListener, TrackedProcess {
-    public static final int LOG_CAPACITY = 1 << 20;
+    static final int LOG_CAPACITY = 1 << 20;
 
-    public final String id;
-    public final String workspace;
-    public final String command;
-    public final java.time.Instant startedAt;
-    public final long startedNanos;
+    final String id;
+    final String workspace;
+    final String command;
+    final java.time.Instant startedAt;
+    final long startedNanos;
     /** The run's egress narrowing as asked for (null: the workspace policy), persisted for a re-attach after a crash. */
-    public final java.util.List<String> egressRequest;
-    public final OutputLog out = new OutputLog(LOG_CAPACITY);
-    public final OutputLog err = new OutputLog(LOG_CAPACITY);
+    final java.util.List<String> egressRequest;
+    final OutputLog out = new OutputLog(LOG_CAPACITY);
+    final OutputLog err = new OutputLog(LOG_CAPACITY);
     private volatile ExecHandle handle;
     private long outCursor;
     private long errCursor;
@@ -43,9 +42,9 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     /** Why it could not be re-attached (it is then over for the engine); null otherwise. */
     private volatile String lostBecause;
     /** Called with each new EXEC/ATTACH channel, before its tunnels arrive (binds the run's egress). */
-    public volatile java.util.function.IntConsumer onChannel;
+    volatile java.util.function.IntConsumer onChannel;
 
-    public BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
+    BackgroundProcess(String id, String workspace, String command, java.util.List<String> egressRequest,
                       java.time.InstantSource clock) {
         this(id, workspace, command, egressRequest, java.time.Instant.now(), System.nanoTime(), clock);
     }
@@ -63,7 +62,7 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** A process a previous server started, known from the workspace record: suspended until {@link #reattach}. */
-    public static BackgroundProcess restored(Store.ProcessRecord r, String workspace, java.time.InstantSource clock) {
+    static BackgroundProcess restored(Store.ProcessRecord r, String workspace, java.time.InstantSource clock) {
         java.time.Instant at = java.time.Instant.parse(r.startedAt());
         long ago = java.time.Duration.between(at, java.time.Instant.now()).toNanos();
         BackgroundProcess bp = new BackgroundProcess(r.id(), workspace, r.command(), r.egress(), at, System.nanoTime() - Math.max(0, ago), clock);
@@ -83,10 +82,10 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
 
     private final java.util.concurrent.atomic.AtomicReference<Runnable> onEnd = new java.util.concurrent.atomic.AtomicReference<>();
 
-    public void attach(ExecHandle h) { this.handle = h; }
+    void attach(ExecHandle h) { this.handle = h; }
 
     /** Runs {@code r} once, when the process ends or is forgotten (park, close, restart), whichever comes first. */
-    public void onEnd(Runnable r) {
+    void onEnd(Runnable r) {
         onEnd.set(r);
         watch(handle);
     }
@@ -99,18 +98,18 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** Its connection is about to go (park of a driver that keeps memory): keep it for {@link #reattach}. */
-    public void suspend() { suspended = true; }
+    void suspend() { suspended = true; }
 
     public boolean suspended() { return suspended && lostBecause == null; }
 
     /** Whether its current handle is still connected (nothing to re-attach). */
-    public boolean connected() {
+    boolean connected() {
         ExecHandle h = handle;
         return !(h instanceof Detached) && !h.exit().isDone();
     }
 
     /** Takes it over on a new connection (ATTACH answered): output the agent kept follows on this listener. */
-    public void reattach(ExecHandle h) {
+    void reattach(ExecHandle h) {
         droppedWhileDetached += h.droppedWhileDetached();
         handle = h;
         suspended = false;
@@ -125,7 +124,7 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     }
 
     /** Still suspended although its connection stayed (a park that did not happen): tracked as before. */
-    public void resumeInPlace() {
+    void resumeInPlace() {
         suspended = false;
         ExecHandle h = handle;
         if (h.exit().isDone()) watch(h);
@@ -144,7 +143,7 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
         if (r != null) r.run();
     }
 
-    public ExecHandle handle() { return handle; }
+    ExecHandle handle() { return handle; }
 
     @Override public String id() { return id; }
 
@@ -207,7 +206,7 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
 
     /** When the process last wrote output (or started): output counts as activity for the idle policy. */
     /** When it last wrote, on the engine's clock (activity for the idle policy). */
-    public volatile java.time.Instant lastOutputAt;
+    volatile java.time.Instant lastOutputAt;
     private final java.time.InstantSource clock;
 
     @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = clock.instant(); }

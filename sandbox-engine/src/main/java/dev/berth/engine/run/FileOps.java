@@ -1,9 +1,9 @@
 package dev.berth.engine.run;
 
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.FileContent;
 import dev.berth.engine.FileListing;
-import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.FileEntry;
@@ -20,9 +20,9 @@ import java.util.List;
  * {@link WorkspacePaths}.
  */
 public final class FileOps {
-    public static final int MAX_READ = 8 << 20;
-    public static final int MAX_WRITE = 8 << 20;
-    public static final int MAX_LIST = 10_000;
+    static final int MAX_READ = 8 << 20;
+    static final int MAX_WRITE = 8 << 20;
+    static final int MAX_LIST = 10_000;
     private static final int CHUNK = 512 * 1024;
 
     private FileOps() {}

@@ -2,13 +2,12 @@ package dev.berth.engine.run;
 
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
-import dev.berth.engine.workspace.Store;
-import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.egress.WorkspaceEgress;
-import dev.berth.engine.egress.EgressPolicies;
-
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.ExecHandle;
+import dev.berth.engine.egress.EgressPolicies;
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Workspace;
 import java.io.IOException;
 import java.util.List;
 
@@ -104,7 +103,7 @@ public final class ProcessHandover {
     }
 
     /** Writes the workspace record again (its process list changed); a failure is logged, never thrown. */
-    public static void saveQuietly(Store store, Workspace ws) {
+    static void saveQuietly(Store store, Workspace ws) {
         try {
             store.save(ws);
         } catch (IOException | RuntimeException e) {

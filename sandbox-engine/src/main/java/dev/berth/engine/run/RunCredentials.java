@@ -2,10 +2,10 @@ package dev.berth.engine.run;
 
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.SecretUse;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.CredentialGrant;
 import dev.berth.proxy.SecretBinding;
 import java.util.ArrayList;
@@ -47,7 +47,7 @@ public final class RunCredentials {
     }
 
     /** One run's placeholders (or none), and what it reports at the end. */
-    public record Grant(CredentialGrant grant, Runner.Injected injected, String skipped) {
+    record Grant(CredentialGrant grant, Runner.Injected injected, String skipped) {
         void revoke() {
             if (grant != null) grant.close();
         }
@@ -76,7 +76,7 @@ public final class RunCredentials {
      * Mints this run's placeholders: the workspace's bindings, narrowed by the run's {@code secrets} (null = all), less
      * any the operator has since removed or withdrawn from the tenant (said in the note, never an error).
      */
-    public Grant mint(Tenant tenant, Workspace ws, String runId, List<String> narrowing) throws EngineException {
+    Grant mint(Tenant tenant, Workspace ws, String runId, List<String> narrowing) throws EngineException {
         if (narrowing != null) {
             for (String n : narrowing) {
                 if (!ws.secrets.contains(n)) {

@@ -8,14 +8,13 @@ import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.audit.AuditLog;
+import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.evidence.EngineEvidence;
+import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.egress.WorkspaceEgress;
-
-import dev.berth.engine.audit.AuditLog;
-import dev.berth.engine.spi.Sandbox;
 import dev.berth.proxy.Policy;
 import java.time.Instant;
 
@@ -28,7 +27,7 @@ import java.time.Instant;
  */
 public final class RunFlow {
     /** Background processes one workspace may track at once. */
-    public static final int MAX_PROCESSES = 32;
+    static final int MAX_PROCESSES = 32;
 
     private final Store store;
     private final Runner runner;

@@ -3,21 +3,20 @@ package dev.berth.engine.run;
 import dev.berth.engine.AgentConfigChange;
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.GuardMode;
 import dev.berth.engine.OutputListener;
 import dev.berth.engine.RunRequest;
 import dev.berth.engine.RunResult;
-import dev.berth.engine.evidence.AgentConfigGuard;
-import dev.berth.engine.workspace.Workspace;
-import dev.berth.engine.egress.WorkspaceEgress;
-
-import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;
 import dev.berth.engine.agent.ExecRequest;
+import dev.berth.engine.egress.WorkspaceEgress;
+import dev.berth.engine.evidence.AgentConfigGuard;
 import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.workspace.Workspace;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -55,7 +54,7 @@ public final class Runner {
      * What the engine adds to a run's environment besides the fixed variables: {@code defaults} the run's own env may
      * override (trust-store paths), {@code placeholders} it may not (a secret binding's placeholder, by variable).
      */
-    public record Injected(Map<String, String> defaults, Map<String, String> placeholders, Map<String, String> bindingByEnv) {
+    record Injected(Map<String, String> defaults, Map<String, String> placeholders, Map<String, String> bindingByEnv) {
         static final Injected NONE = new Injected(Map.of(), Map.of(), Map.of());
     }
 
@@ -121,13 +120,13 @@ public final class Runner {
     }
 
     /** Starts a background command; its output goes to {@code sink}; its tunnels belong to {@code egress}. */
-    public ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected, WorkspaceEgress.RunEgress egress)
+    ExecHandle start(Workspace ws, Sandbox sandbox, RunRequest req, ExecListener sink, Injected injected, WorkspaceEgress.RunEgress egress)
             throws EngineException {
         return launch(sandbox, prepare(ws, req, true, injected), attributed(ws, egress, sink));
     }
 
     /** What must hold before a command starts (its start record written); throws to refuse the run. */
-    public interface Gate {
+    interface Gate {
         void pass() throws EngineException;
     }
 
@@ -142,7 +141,7 @@ public final class Runner {
      * ({@link #checked}), so the engine can record the run's end, and start that record's fsync, before the guard's
      * round trip to the agent instead of after it.
      */
-    public Ended execute(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected,
+    Ended execute(Workspace ws, Sandbox sandbox, RunRequest req, OutputListener listener, Injected injected,
                   WorkspaceEgress.RunEgress egress, Gate beforeLaunch) throws EngineException {
         Prepared prep = prepare(ws, req, false, injected);
         int timeout = prep.timeout();
@@ -181,7 +180,7 @@ public final class Runner {
     }
 
     /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */
-    public RunResult checked(Sandbox sandbox, Ended ended) {
+    RunResult checked(Sandbox sandbox, Ended ended) {
         List<AgentConfigChange> changes = guard(sandbox, ended.before());
         if (changes.isEmpty()) return ended.result();
         String said = changes.size() + " agent configuration file(s) changed by this run"

@@ -18,9 +18,9 @@ import java.util.Map;
  * get this; the CA signs nothing but the bound hosts' certificates and its key never leaves the server.
  */
 public final class TrustBundle {
-    public static final String DIR = "/var/lib/berth";
-    public static final String CA_FILE = DIR + "/egress-ca.pem";
-    public static final String BUNDLE_FILE = DIR + "/ca-certificates.crt";
+    static final String DIR = "/var/lib/berth";
+    static final String CA_FILE = DIR + "/egress-ca.pem";
+    static final String BUNDLE_FILE = DIR + "/ca-certificates.crt";
     /** Debian's bundle of public roots on the host; the developer image is built from the same package. */
     private static final List<Path> HOST_BUNDLES = List.of(Path.of("/etc/ssl/certs/ca-certificates.crt"),
             Path.of("/etc/pki/tls/certs/ca-bundle.crt"));
@@ -64,7 +64,7 @@ public final class TrustBundle {
     }
 
     /** The variables every run in such a workspace gets (a run's own env may override them). */
-    public static Map<String, String> environment() {
+    static Map<String, String> environment() {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("SSL_CERT_FILE", BUNDLE_FILE);
         env.put("CURL_CA_BUNDLE", BUNDLE_FILE);

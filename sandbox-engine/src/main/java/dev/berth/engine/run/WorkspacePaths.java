@@ -10,7 +10,7 @@ import java.nio.file.Path;
  * whose boundary is the confinement; this only makes the meaning exact and refuses malformed input.
  */
 public final class WorkspacePaths {
-    public static final int MAX_PATH = 4096;
+    static final int MAX_PATH = 4096;
 
     private WorkspacePaths() {}
 

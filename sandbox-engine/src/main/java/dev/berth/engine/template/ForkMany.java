@@ -2,13 +2,13 @@ package dev.berth.engine.template;
 
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.OpenRequest;
 import dev.berth.engine.OpenResult;
 import dev.berth.engine.Tenant;
+import dev.berth.engine.spi.Resources;
 import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.workspace.WorkspaceRegistry;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.spi.Resources;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;

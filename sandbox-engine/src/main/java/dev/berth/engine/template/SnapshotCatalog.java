@@ -1,10 +1,10 @@
 package dev.berth.engine.template;
 
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.SnapshotInfo;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.workspace.Store;
-import dev.berth.engine.EngineException.Kind;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,15 +17,15 @@ import java.util.regex.Pattern;
  * Finds snapshots on disk for a tenant: by id or by name, never another tenant's (those are "not found"). Reads
  * each snapshot's checksummed record; an unreadable one is skipped with a warning. Thread-safe.
  */
-public final class SnapshotCatalog {
+final class SnapshotCatalog {
     private static final System.Logger LOG = System.getLogger("berth.engine");
     private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{1,32}");
     private final Store store;
 
-    public SnapshotCatalog(Store store) { this.store = store; }
+    SnapshotCatalog(Store store) { this.store = store; }
 
     /** Every readable snapshot record, of every tenant (for dependency checks). */
-    public List<Store.SnapshotRecord> all() throws EngineException {
+    List<Store.SnapshotRecord> all() throws EngineException {
         List<Store.SnapshotRecord> out = new ArrayList<>();
         try {
             for (Path dir : Store.children(store.snapshots)) {
@@ -41,7 +41,7 @@ public final class SnapshotCatalog {
         return out;
     }
 
-    public List<SnapshotInfo> list(Tenant tenant) throws EngineException {
+    List<SnapshotInfo> list(Tenant tenant) throws EngineException {
         List<SnapshotInfo> out = new ArrayList<>();
         try {
             for (Path dir : Store.children(store.snapshots)) {
@@ -62,7 +62,7 @@ public final class SnapshotCatalog {
         return tenant.id().equals(rec.tenant() == null ? Tenant.LOCAL.id() : rec.tenant());
     }
 
-    public Optional<Store.SnapshotRecord> byName(Tenant tenant, String name) throws EngineException {
+    Optional<Store.SnapshotRecord> byName(Tenant tenant, String name) throws EngineException {
         try {
             for (Path dir : Store.children(store.snapshots)) {
                 try {
@@ -76,7 +76,7 @@ public final class SnapshotCatalog {
         return Optional.empty();
     }
 
-    public Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException {
+    Store.SnapshotRecord find(Tenant tenant, String ref) throws EngineException {
         Path dir = store.snapshotDir(ref);
         if (ID.matcher(ref).matches() && Files.isDirectory(dir)) {
             try {

@@ -1,19 +1,19 @@
 package dev.berth.engine.template;
 
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.SnapshotInfo;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.evidence.EngineEvidence;
+import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;
 import dev.berth.engine.workspace.Transitions;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceAction;
 import dev.berth.engine.workspace.WorkspaceRegistry;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.spi.Sandbox;
-import dev.berth.engine.spi.SandboxException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

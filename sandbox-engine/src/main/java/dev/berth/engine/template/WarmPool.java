@@ -1,14 +1,14 @@
 package dev.berth.engine.template;
 
-import dev.berth.engine.run.Runner;
 import dev.berth.engine.evidence.AgentConfigGuard;
-import dev.berth.engine.workspace.Ids;
-import dev.berth.engine.workspace.Store;
+import dev.berth.engine.run.Runner;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
 import dev.berth.engine.spi.StartRequest;
+import dev.berth.engine.workspace.Ids;
+import dev.berth.engine.workspace.Store;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.ArrayDeque;
@@ -95,7 +95,7 @@ public final class WarmPool {
     }
 
     /** How long after a claim the pool refills at the latest, if the claimed workspace runs nothing before. */
-    public static final long REFILL_DELAY_MS = 1000;
+    static final long REFILL_DELAY_MS = 1000;
 
     /** Members waiting or being started, over all levels (what the memory budget counts). */
     public synchronized int held() {
@@ -166,7 +166,7 @@ public final class WarmPool {
     }
 
     /** Warm-up runs per member: the first run of a fresh microVM under TCG took 330-450 ms, the third 80-130. */
-    public static final int WARM_UP_RUNS = 3;
+    static final int WARM_UP_RUNS = 3;
 
     /**
      * Takes a member through what a run does ({@link AgentConfigGuard}'s look before and after, a confined

@@ -2,11 +2,11 @@ package dev.berth.engine.workspace;
 
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
-import dev.berth.engine.Tenant;
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.Tenant;
 import dev.berth.engine.spi.Availability;
-import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.IoLimits;
+import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import java.util.LinkedHashMap;
 import java.util.Map;

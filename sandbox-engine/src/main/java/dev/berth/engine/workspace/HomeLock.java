@@ -1,8 +1,8 @@
 package dev.berth.engine.workspace;
 
 import dev.berth.engine.EngineException;
-import dev.berth.engine.HomeOwnedException;
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.HomeOwnedException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -19,7 +19,7 @@ import java.nio.file.StandardOpenOption;
  * included) and the next start takes over cleanly; the file also names the owner's pid for messages. Thread-safe.
  */
 public final class HomeLock implements AutoCloseable {
-    public static final String FILE = "owner.lock";
+    static final String FILE = "owner.lock";
 
     private final FileChannel channel;
     private final FileLock lock;
@@ -66,7 +66,7 @@ public final class HomeLock implements AutoCloseable {
     }
 
     /** The pid written by the home's current or last owner, if the file holds one. */
-    public static java.util.Optional<Long> owner(Path home) {
+    static java.util.Optional<Long> owner(Path home) {
         try {
             String s = Files.readString(home.resolve(FILE), StandardCharsets.US_ASCII).strip();
             return s.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(Long.parseLong(s));

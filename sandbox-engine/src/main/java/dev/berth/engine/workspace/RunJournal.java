@@ -20,13 +20,13 @@ import java.util.Map;
  * dying ({@code kill -9}, OOM), which the page cache does, not the host losing power. Thread-safe.
  */
 public final class RunJournal {
-    public static final String FILE = "runs.journal";
+    static final String FILE = "runs.journal";
     private static final int MAX_COMMAND = 200;
 
     private final Path file;
     private int open;
 
-    public RunJournal(Path workspaceDir) { this.file = workspaceDir.resolve(FILE); }
+    RunJournal(Path workspaceDir) { this.file = workspaceDir.resolve(FILE); }
 
     /** A run that was in flight when the previous server stopped. */
     public record Lost(String id, String kind, String command) {}

@@ -30,12 +30,12 @@ public final class Store {
      * 5 added {@code processes}, 4 {@code image}, 3 {@code damage}, 2 {@code secrets}; 1 to 4 are still read (no
      * background process to re-attach; 1 to 3 on the built-in image).
      */
-    public static final int WORKSPACE_VERSION = 5;
+    static final int WORKSPACE_VERSION = 5;
     /** Version 1 records lack {@code secrets}; they read as a workspace without secret bindings. */
-    public static final int OLDEST_WORKSPACE_VERSION = 1;
+    static final int OLDEST_WORKSPACE_VERSION = 1;
     /** 2 added {@code image}; 1 is still read (a snapshot of a workspace on the built-in image). */
-    public static final int SNAPSHOT_VERSION = 2;
-    public static final int OLDEST_SNAPSHOT_VERSION = 1;
+    static final int SNAPSHOT_VERSION = 2;
+    static final int OLDEST_SNAPSHOT_VERSION = 1;
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** Persisted fields of a workspace. {@code state} is only ever "running" or "parked" on disk. */

@@ -1,8 +1,8 @@
 package dev.berth.engine.workspace;
 
 import dev.berth.engine.EngineException;
-import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.WorkspaceState;
 import java.util.EnumMap;
 import java.util.Map;
 
@@ -78,7 +78,7 @@ public final class Transitions {
      *
      * @throws IllegalStateException when the table has no such move: an engine bug, never a caller's mistake
      */
-    public static WorkspaceState next(WorkspaceState from, Step step, String workspace) {
+    static WorkspaceState next(WorkspaceState from, Step step, String workspace) {
         WorkspaceState to = MOVES.getOrDefault(from, Map.of()).get(step);
         if (to == null) {
             throw new IllegalStateException("workspace '" + workspace + "': no move '" + step.wireName() + "' from state "
@@ -88,7 +88,7 @@ public final class Transitions {
     }
 
     /** Whether the table has a move {@code step} from {@code from} (for tests and diagnostics). */
-    public static boolean allows(WorkspaceState from, Step step) {
+    static boolean allows(WorkspaceState from, Step step) {
         return MOVES.getOrDefault(from, Map.of()).containsKey(step);
     }
 
@@ -96,7 +96,7 @@ public final class Transitions {
      * Admits or refuses a caller's {@code action} in {@code state}. A refusal names the action, the workspace and
      * the state, and says what to do next: "cannot park workspace 'x': it is closed; ...".
      */
-    public static Effect admit(WorkspaceAction action, WorkspaceState state, String workspace) throws EngineException {
+    static Effect admit(WorkspaceAction action, WorkspaceState state, String workspace) throws EngineException {
         return switch (state) {
             case RUNNING -> Effect.PROCEED;
             case PARKED -> switch (action) {
@@ -120,7 +120,7 @@ public final class Transitions {
         };
     }
 
-    public static final String DAMAGED_ADVICE = "it is damaged (its saved state failed verification, see list_workspaces);"
+    static final String DAMAGED_ADVICE = "it is damaged (its saved state failed verification, see list_workspaces);"
             + " nothing was resumed. read_file and list_files still show what is on its disk (read-only, without what"
             + " was only in memory); close it with delete: true when done";
 

@@ -7,7 +7,6 @@ import dev.berth.engine.LifecyclePolicy;
 import dev.berth.engine.WorkspaceInfo;
 import dev.berth.engine.WorkspaceState;
 import dev.berth.engine.egress.WorkspaceEgress;
-
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
@@ -37,7 +36,7 @@ public final class Workspace {
     public final String name;
     public final Lifecycle lifecycle;
     public final IsolationDriver driver;
-    public final Instant createdAt;
+    final Instant createdAt;
     public final String fromSnapshot;
     public final Resources resources;
     public final Path dir;        // <home>/workspaces/<id>: workspace.meta and state/
@@ -48,7 +47,7 @@ public final class Workspace {
     private final Map<String, TrackedProcess> processes = new LinkedHashMap<>();
 
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
-    public final List<String> egressRequest;
+    final List<String> egressRequest;
     public final WorkspaceEgress egress;
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
     public final List<String> secrets;
@@ -57,7 +56,7 @@ public final class Workspace {
     public final RunJournal journal;
 
     /** The operator's lifecycle policy for this workspace's tenant, fixed at open or recovery. */
-    public final LifecyclePolicy policy;
+    final LifecyclePolicy policy;
     /** The engine's clock: activity and the idle and TTL deadlines are measured in it. */
     public final InstantSource clock;
 
@@ -125,7 +124,7 @@ public final class Workspace {
     }
 
     /** What a fault took from this workspace, or null; kept until a run reports it. */
-    public String recovered() { return recovered; }
+    String recovered() { return recovered; }
 
     /**
      * Resume found the saved state failed verification: moves to damaged and says why (replacing any earlier
@@ -183,7 +182,7 @@ public final class Workspace {
     }
 
     /** The last tool call, as recorded. */
-    public Instant lastUsedAt() { return lastUsedAt; }
+    Instant lastUsedAt() { return lastUsedAt; }
 
     /** Recovery: the last use as the previous server recorded it. */
     public void restoreLastUsed(Instant at) {
@@ -282,7 +281,7 @@ public final class Workspace {
     public Path stateDir() { return dir.resolve("state"); }
 
     /** Background processes to keep in the record (those a later connection can re-attach); null when none. */
-    public List<Store.ProcessRecord> processRecords() {
+    List<Store.ProcessRecord> processRecords() {
         List<Store.ProcessRecord> out = new java.util.ArrayList<>();
         synchronized (processes) {
             for (TrackedProcess p : processes.values()) {
@@ -312,7 +311,7 @@ public final class Workspace {
      * The last moment this workspace was in use: now while a foreground run is in flight or an egress or preview
      * connection is open; otherwise the later of its last tool call and its background processes' last output.
      */
-    public Instant lastActivity() {
+    Instant lastActivity() {
         if (activeRuns > 0 || (egress != null && egress.openConnections() > 0) || previewConnections.get() > 0) return clock.instant();
         Instant t = lastUsedAt;
         synchronized (processes) {

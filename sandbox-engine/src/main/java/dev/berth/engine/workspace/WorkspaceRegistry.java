@@ -1,9 +1,9 @@
 package dev.berth.engine.workspace;
 
 import dev.berth.engine.EngineException;
+import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.Tenant;
 import dev.berth.engine.WorkspaceState;
-import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.spi.Resources;
 import java.util.Collection;
 import java.util.List;
@@ -19,9 +19,9 @@ import java.util.regex.Pattern;
  * made under {@link #namesLock}.
  */
 public final class WorkspaceRegistry {
-    public static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
     /** The shape of the ids Berth hands out: a name of this shape could be mistaken for another workspace's id. */
-    public static final Pattern ID_SHAPE = Pattern.compile("(?i)(ws|snap|run|p)-[0-9a-f]+");
+    static final Pattern ID_SHAPE = Pattern.compile("(?i)(ws|snap|run|p)-[0-9a-f]+");
 
     private final Map<String, Workspace> byId = new ConcurrentHashMap<>();
     /** Held while a name is checked and claimed, or a snapshot name checked, or dependents of a snapshot counted. */
