@@ -8,7 +8,7 @@ import dev.berth.engine.workspace.DriverSelector;
  *
  * @param forkLimit     most workspaces one call may open (1 or more; default {@value #DEFAULT_FORK_LIMIT})
  * @param poolSize      fresh sandboxes kept started per available isolation level, with the default resources, for
- *                      fresh opens to claim ({@link WarmPool}); 0 disables the pool (the library's default; the
+ *                      fresh opens to claim ({@link dev.berth.engine.template.WarmPool}); 0 disables the pool (the library's default; the
  *                      server's is {@link #serverDefault})
  * @param poolMemoryMiB the most memory the pool may hold, counted as its members' memory limits (the default
  *                      resources'): members beyond it are not started, the default isolation level's first;

@@ -29,7 +29,7 @@ import java.util.List;
 
 /**
  * What a new owner of a home does with what the previous process left there. Runs once, before the engine serves
- * anything, and only in the process that holds the {@link HomeLock} (so never under a live owner):
+ * anything, and only in the process that holds the {@link dev.berth.engine.workspace.HomeLock} (so never under a live owner):
  * <ul>
  * <li>a persistent workspace whose record says it was running is offered to its driver to adopt: a microVM whose
  *     QEMU outlived the server is re-attached (files, memory and processes kept) or, if park had already saved it,

@@ -29,18 +29,32 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>The state changes only through {@link #move}, which asks the table in {@link Transitions}. Every other field
  * is either fixed at construction or changed by a method named for what happened (a sandbox attached, a call
  * started or ended, a run flushed), never assigned from another class.
+ *
+ * <p>Public for the engine's other packages (lifecycle, runs, templates, evidence, the root's front): what they
+ * read is a final field fixed at construction or a method; what they change is a method named for the event.
+ * Internal to the engine, not for library users.
  */
 public final class Workspace {
+    /** Its id ({@code ws-...}), fixed. */
     public final String id;
+    /** The id of the tenant that owns it. */
     public final String tenant;
+    /** The name it was opened under, unique among its tenant's open workspaces; null when unnamed. */
     public final String name;
+    /** Persistent (parked when idle, kept) or ephemeral (closed and deleted when idle or at its TTL). */
     public final Lifecycle lifecycle;
+    /** The isolation level it runs on. */
     public final IsolationDriver driver;
     final Instant createdAt;
+    /** The snapshot it was forked from, or null. */
     public final String fromSnapshot;
+    /** The resources its sandbox was started with. */
     public final Resources resources;
-    public final Path dir;        // <home>/workspaces/<id>: workspace.meta and state/
-    public final Path runtimeDir; // <home>/run/<id>
+    /** {@code <home>/workspaces/<id>}: workspace.meta, runs.journal and state/. */
+    public final Path dir;
+    /** {@code <home>/run/<id>}: the driver's runtime files, wiped at start-up. */
+    public final Path runtimeDir;
+    /** Held by a lifecycle transition for its whole duration, and by callers only to check the state and count in. */
     public final ReentrantLock lock = new ReentrantLock();
 
     /** Background processes by id; guarded by itself. */
@@ -48,6 +62,7 @@ public final class Workspace {
 
     /** The allowlist entries asked for at open (null = the operator's whole ceiling), and the bridge to the proxy. */
     final List<String> egressRequest;
+    /** Its bridge to the egress proxy: tunnels bound per run. */
     public final WorkspaceEgress egress;
     /** Names of the operator's secret bindings this workspace's runs get placeholders for (empty: none). */
     public final List<String> secrets;
@@ -66,7 +81,7 @@ public final class Workspace {
      */
     private volatile String recovered;
 
-    /** Inbound preview connections open right now ({@link Ports}): they count as activity for the idle policy. */
+    /** Inbound preview connections open right now (the root's {@code Ports}): they count as activity for the idle policy. */
     private final AtomicInteger previewConnections = new AtomicInteger();
     /** The imported image it runs on (null: the driver's built-in image), set at open or recovery, then fixed. */
     private volatile ImageRef image;
@@ -84,6 +99,7 @@ public final class Workspace {
     /** The background write-out asked for when the last run ended ({@link Sandbox#flushInBackground}). */
     private volatile CompletableFuture<Void> flushed = CompletableFuture.completedFuture(null);
 
+    /** A workspace that starts creating (open), or is recovered parked or damaged; nothing else. */
     public Workspace(String id, String tenant, String name, Lifecycle lifecycle, IsolationDriver driver, Instant createdAt,
               String fromSnapshot, Resources resources, Path dir, Path runtimeDir, WorkspaceState initial,
               List<String> egressRequest, WorkspaceEgress egress, List<String> secrets, LifecyclePolicy policy,
@@ -136,6 +152,7 @@ public final class Workspace {
         recovered = why;
     }
 
+    /** Its state now; changed only by {@link #move}. */
     public WorkspaceState state() { return state; }
 
     /** The sandbox it runs in, or null while parked, damaged, or between transitions. Caller holds the lock. */
@@ -278,6 +295,7 @@ public final class Workspace {
         return sandbox != null && sandbox.isAlive() && sandbox.agent().isOpen();
     }
 
+    /** {@code dir/state}: the driver's persistent state (disk layers, parked memory). */
     public Path stateDir() { return dir.resolve("state"); }
 
     /** Background processes to keep in the record (those a later connection can re-attach); null when none. */
@@ -341,6 +359,7 @@ public final class Workspace {
     /** How the agent should refer to it in messages. */
     public String label() { return name != null ? name : id; }
 
+    /** What list_workspaces and open results say of it. */
     public WorkspaceInfo info() {
         Sandbox sb = sandbox;
         java.util.List<dev.berth.engine.spi.Limit> limits = sb != null && !sb.limits().isEmpty() ? sb.limits() : driver.limits(resources);
