@@ -40,7 +40,6 @@ import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.proxy.Policy;
 import java.io.IOException;
 import java.nio.file.Files;
-import java.time.Instant;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
