@@ -1,6 +1,8 @@
 package dev.berth.engine;
 
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.Approvals;
 import dev.berth.proxy.policy.Policy;

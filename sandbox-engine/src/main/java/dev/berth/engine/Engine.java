@@ -1,10 +1,29 @@
 package dev.berth.engine;
 
-import dev.berth.engine.egress.EgressPolicies;
-
 import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.egress.EgressPolicies;
+import dev.berth.engine.evidence.EngineEvidence;
+import dev.berth.engine.lifecycle.IdleReaper;
+import dev.berth.engine.lifecycle.Recovery;
+import dev.berth.engine.lifecycle.WorkspaceLifecycle;
+import dev.berth.engine.run.BackgroundProcess;
+import dev.berth.engine.run.FileOps;
+import dev.berth.engine.run.RunCredentials;
+import dev.berth.engine.run.RunFlow;
+import dev.berth.engine.run.Runner;
+import dev.berth.engine.run.WorkspacePaths;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.template.ForkMany;
+import dev.berth.engine.template.Snapshots;
+import dev.berth.engine.template.WarmPool;
+import dev.berth.engine.workspace.DriverSelector;
+import dev.berth.engine.workspace.HomeLock;
+import dev.berth.engine.workspace.Store;
+import dev.berth.engine.workspace.Transitions;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.proxy.policy.Policy;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -60,7 +79,7 @@ public final class Engine implements AutoCloseable {
         long budget = config.templates().poolBudgetMembers(dev.berth.engine.spi.Resources.DEFAULT.memoryMiB());
         this.pool = config.templates().poolSize() == 0 || poolLevels.isEmpty() || budget == 0 ? null
                 : new WarmPool(store, config.templates().poolSize(), budget, poolLevels);
-        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool);
+        this.runs = new RunFlow(store, new Runner(config), evidence, credentials, pool == null ? null : pool::refill);
         this.lifecycle = new WorkspaceLifecycle(config, store, registry, drivers, snapshots, credentials, evidence, images, pool);
         this.reaper = new IdleReaper(config, registry, lifecycle);
         this.ports = new Ports(registry, lifecycle, evidence, config.clock());
@@ -273,7 +292,7 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
                                  int waitSeconds, String signal, int maxBytes) throws EngineException {
         Workspace ws = registry.resolve(tenant, ref);
-        BackgroundProcess bp = ws.process(processId);
+        BackgroundProcess bp = BackgroundProcess.of(ws, processId);
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");

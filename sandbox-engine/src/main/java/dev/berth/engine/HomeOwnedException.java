@@ -3,14 +3,14 @@ package dev.berth.engine;
 import java.nio.file.Path;
 
 /**
- * {@link Engine#start} found its home owned by another live Berth process ({@link HomeLock}). A client of that home
+ * {@link Engine#start} found its home owned by another live Berth process ({@link dev.berth.engine.workspace.HomeLock}). A client of that home
  * can be served through the owner instead (the MCP server attaches to it over the home's socket).
  */
 public final class HomeOwnedException extends EngineException {
     private final Path home;
     private final Long ownerPid;
 
-    HomeOwnedException(Path home, Long ownerPid, String message) {
+    public HomeOwnedException(Path home, Long ownerPid, String message) {
         super(Kind.CONFLICT, message);
         this.home = home;
         this.ownerPid = ownerPid;

@@ -1,5 +1,6 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.Store;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

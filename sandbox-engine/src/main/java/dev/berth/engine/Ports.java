@@ -1,19 +1,21 @@
 package dev.berth.engine;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import tools.jackson.core.JacksonException;
-import tools.jackson.databind.json.JsonMapper;
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.PortStream;
+import dev.berth.engine.evidence.EngineEvidence;
+import dev.berth.engine.lifecycle.WorkspaceLifecycle;
 import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.Sandbox;
+import dev.berth.engine.workspace.Workspace;
+import dev.berth.engine.workspace.WorkspaceAction;
+import dev.berth.engine.workspace.WorkspaceRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,6 +24,8 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Exposed ports of workspaces (issue 13): which ports are exposed, to whom and until when, and inbound connections

@@ -41,25 +41,25 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
                 stdoutSha256, stderrSha256, runId, receipt, java.util.List.of());
     }
 
-    RunResult withEgressFiltered(java.util.List<EgressFiltered> filtered) {
+    public RunResult withEgressFiltered(java.util.List<EgressFiltered> filtered) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
                 idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, filtered);
     }
 
-    RunResult withAgentConfigChanges(java.util.List<AgentConfigChange> changes, String said) {
+    public RunResult withAgentConfigChanges(java.util.List<AgentConfigChange> changes, String said) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note == null ? said : note + "; " + said, changes,
                 egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withResumed(String why) {
+    public RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
                 egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
+    public RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
         String n = note;
         if (!denied.isEmpty()) {
             String said = denied.size() + " outbound connection(s) refused by the egress policy (see egress_denied)";
@@ -69,24 +69,24 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
                 stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withSecrets(java.util.List<SecretUse> used, String said) {
+    public RunResult withSecrets(java.util.List<SecretUse> used, String said) {
         String n = said == null ? note : note == null ? said : note + "; " + said;
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withRecovered(String what) {
+    public RunResult withRecovered(String what) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withLifecycle(Instant idlePark, Instant expires) {
+    public RunResult withLifecycle(Instant idlePark, Instant expires) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
                 idlePark, expires, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
     }
 
-    RunResult withReceipt(String id, java.util.Map<String, Object> signed) {
+    public RunResult withReceipt(String id, java.util.Map<String, Object> signed) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
                 idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed, egressFiltered);

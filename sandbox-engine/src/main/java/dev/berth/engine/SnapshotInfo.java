@@ -10,7 +10,7 @@ import java.time.Instant;
 public record SnapshotInfo(String id, String name, String workspaceId, String isolation, boolean memoryKept,
                            long stateBytes, Instant createdAt, java.util.List<String> dependents) {
 
-    SnapshotInfo withDependents(java.util.List<String> d) {
+    public SnapshotInfo withDependents(java.util.List<String> d) {
         return new SnapshotInfo(id, name, workspaceId, isolation, memoryKept, stateBytes, createdAt, java.util.List.copyOf(d));
     }
 }

@@ -1,12 +1,14 @@
 package dev.berth.engine;
 
+import dev.berth.engine.workspace.DriverSelector;
+
 /**
  * The operator's settings for templates: how many workspaces one {@code open_workspace {from_snapshot, count}} may
  * fork, and the warm pool. Immutable.
  *
  * @param forkLimit     most workspaces one call may open (1 or more; default {@value #DEFAULT_FORK_LIMIT})
  * @param poolSize      fresh sandboxes kept started per available isolation level, with the default resources, for
- *                      fresh opens to claim ({@link WarmPool}); 0 disables the pool (the library's default; the
+ *                      fresh opens to claim ({@link dev.berth.engine.template.WarmPool}); 0 disables the pool (the library's default; the
  *                      server's is {@link #serverDefault})
  * @param poolMemoryMiB the most memory the pool may hold, counted as its members' memory limits (the default
  *                      resources'): members beyond it are not started, the default isolation level's first;

@@ -1,8 +1,9 @@
 package dev.berth.engine;
 
 /**
- * Lifecycle states of a workspace. The legal moves between them are the table in {@link Transitions}; what each
- * caller action does in each state is {@link Transitions#admit}; everything else is refused by name.
+ * Lifecycle states of a workspace. The legal moves between them are the table in
+ * {@link dev.berth.engine.workspace.Transitions}; what each caller action does in each state is
+ * {@link dev.berth.engine.workspace.Transitions#admit}; everything else is refused by name.
  *
  * <pre>
  * creating -> running -> parking -> parked -> resuming -> running ... -> closed

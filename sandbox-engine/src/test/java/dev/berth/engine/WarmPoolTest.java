@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.namespace.NamespaceDriver;
 import dev.berth.engine.spi.Resources;
+import dev.berth.engine.workspace.DriverSelector;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

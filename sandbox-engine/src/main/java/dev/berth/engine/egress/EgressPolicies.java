@@ -2,7 +2,6 @@ package dev.berth.engine.egress;
 
 import dev.berth.engine.EngineConfig;
 import dev.berth.engine.EngineException;
-
 import dev.berth.engine.EngineException.Kind;
 import dev.berth.proxy.policy.Policy;
 import java.util.List;

@@ -1,9 +1,8 @@
 package dev.berth.engine.egress;
 
-import dev.berth.engine.EgressSettings;
 import dev.berth.engine.EgressDenial;
 import dev.berth.engine.EgressFiltered;
-
+import dev.berth.engine.EgressSettings;
 import dev.berth.engine.agent.Tunnel;
 import dev.berth.engine.agent.TunnelHandler;
 import dev.berth.proxy.ClientSink;
@@ -70,9 +69,9 @@ public final class WorkspaceEgress implements TunnelHandler {
 
     /** One run's view: its narrowing (or null) and the denials seen while it ran. */
     public static final class RunEgress {
-        public final String runId;
-        public final Policy narrowing;
-        public volatile int execChannel;
+        final String runId;
+        final Policy narrowing;
+        volatile int execChannel;
         private final Map<String, EgressDenial> denied = new LinkedHashMap<>();
         private final Map<String, Long> allowed = new java.util.TreeMap<>();
 
@@ -81,7 +80,7 @@ public final class WorkspaceEgress implements TunnelHandler {
             this.narrowing = narrowing;
         }
 
-        public synchronized void add(String host, int port, String reason) {
+        synchronized void add(String host, int port, String reason) {
             denied.merge(host + ":" + port + ":" + reason, new EgressDenial(host, port, reason, 1),
                     (a, b) -> new EgressDenial(a.host(), a.port(), a.reason(), a.count() + 1));
         }
@@ -90,7 +89,7 @@ public final class WorkspaceEgress implements TunnelHandler {
 
         private final Map<String, EgressFiltered> filtered = new LinkedHashMap<>();
 
-        public synchronized void filtered(String host, int port, String reason) {
+        synchronized void filtered(String host, int port, String reason) {
             filtered.merge(host + ":" + port + ":" + reason, new EgressFiltered(host, port, reason, 1),
                     (a, b) -> new EgressFiltered(a.host(), a.port(), a.reason(), a.count() + 1));
         }
@@ -99,13 +98,13 @@ public final class WorkspaceEgress implements TunnelHandler {
         public synchronized List<EgressFiltered> filteredMetadata() { return new ArrayList<>(filtered.values()); }
 
         /** One decision of this run's connections: a denial, a filtered metadata response, or an allowed exchange. */
-        public void record(Decision d) {
+        void record(Decision d) {
             if ("filter".equals(d.kind())) filtered(d.host(), d.port(), d.reason());
             else if (d.allowed()) allow(d.host(), d.port());
             else add(d.host(), d.port(), d.reason());
         }
 
-        public synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
+        synchronized void allow(String host, int port) { allowed.merge(host + ":" + port, 1L, Long::sum); }
 
         /** Allowed decisions (connections and requests) while the run was active, by host:port. */
         public synchronized Map<String, Long> allowedHosts() { return new java.util.TreeMap<>(allowed); }
@@ -131,7 +130,7 @@ public final class WorkspaceEgress implements TunnelHandler {
     }
 
     /** The workspace policy narrowed by every active run's narrowing. */
-    public Policy effective() {
+    Policy effective() {
         Policy p = policy;
         for (RunEgress r : active) if (r.narrowing != null) p = p.narrow(r.narrowing);
         return p;

@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
  * prints gigabytes costs a bounded amount of memory while the agent still sees how it started and how it ended.
  * Thread-safe.
  */
-public final class BoundedOutput {
+final class BoundedOutput {
     private final int headCap;
     private final byte[] head;
     private int headLen;
@@ -17,14 +17,14 @@ public final class BoundedOutput {
     private long total;
     private final java.security.MessageDigest sha = dev.berth.engine.audit.Canonical.newSha256();
 
-    public BoundedOutput(int limit) {
+    BoundedOutput(int limit) {
         if (limit < 2) throw new IllegalArgumentException("limit must be at least 2 bytes, was " + limit);
         this.headCap = limit / 2;
         this.head = new byte[headCap];
         this.tail = new byte[limit - headCap];
     }
 
-    public synchronized void append(byte[] data) {
+    synchronized void append(byte[] data) {
         total += data.length;
         sha.update(data);
         int off = 0;
@@ -45,15 +45,15 @@ public final class BoundedOutput {
         }
     }
 
-    public synchronized long totalBytes() { return total; }
+    synchronized long totalBytes() { return total; }
 
     /** Hex SHA-256 of everything appended, kept or not; call once, at the end. */
-    public synchronized String sha256() { return java.util.HexFormat.of().formatHex(sha.digest()); }
+    synchronized String sha256() { return java.util.HexFormat.of().formatHex(sha.digest()); }
 
-    public synchronized boolean truncated() { return total > headLen + tailLen; }
+    synchronized boolean truncated() { return total > headLen + tailLen; }
 
     /** The kept bytes as text; if bytes were dropped, a marker in the middle says how many. */
-    public synchronized String text() {
+    synchronized String text() {
         byte[] t = new byte[tailLen];
         for (int i = 0; i < tailLen; i++) t[i] = tail[(tailStart + i) % tail.length];
         String h = new String(head, 0, headLen, StandardCharsets.UTF_8);

@@ -4,23 +4,23 @@ package dev.berth.engine.run;
  * The last {@code capacity} bytes of a background process's stream, addressed by absolute offset, so a reader can
  * continue where it left off and learns how much it missed if it fell behind. Thread-safe.
  */
-public final class OutputLog {
+final class OutputLog {
     private final byte[] ring;
     private long total;
 
-    public OutputLog(int capacity) { this.ring = new byte[capacity]; }
+    OutputLog(int capacity) { this.ring = new byte[capacity]; }
 
-    public synchronized void append(byte[] data) {
+    synchronized void append(byte[] data) {
         for (byte b : data) {
             ring[(int) (total % ring.length)] = b;
             total++;
         }
     }
 
-    public synchronized long total() { return total; }
+    synchronized long total() { return total; }
 
     /** Bytes from {@code since} (clamped to what is still kept) up to at most {@code max} bytes. */
-    public synchronized Slice read(long since, int max) {
+    synchronized Slice read(long since, int max) {
         long from = Math.max(Math.max(0, since), total - ring.length);
         long to = Math.min(total, from + max);
         byte[] out = new byte[(int) (to - from)];
@@ -29,5 +29,5 @@ public final class OutputLog {
     }
 
     /** {@code dropped}: bytes between the requested offset and the oldest kept byte, lost to the ring. */
-    public record Slice(byte[] data, long from, long next, long dropped) {}
+    record Slice(byte[] data, long from, long next, long dropped) {}
 }
