@@ -161,7 +161,14 @@ final class McpBridge implements AutoCloseable {
     public void close() throws IOException {
         in.close();
         try {
-            if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
+            // a clean stop parks every persistent workspace (a microVM writes its memory out) and closes the
+            // ephemeral ones, each bounded by the engine at 60 s and all at once; killing the server earlier (this
+            // waited 30 s) left a workspace's disk mounted under a loaded machine, which then failed the suite's
+            // clean-up instead of saying what happened
+            if (!process.waitFor(120, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new IOException("berth did not exit within 120 s of its standard input closing; it was killed");
+            }
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
