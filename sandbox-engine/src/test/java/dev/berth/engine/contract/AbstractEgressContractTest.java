@@ -1,5 +1,6 @@
 package dev.berth.engine.contract;
 
+import dev.berth.engine.EgressFixture;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -48,7 +49,7 @@ public abstract class AbstractEgressContractTest {
 
     @BeforeAll
     void start() throws Exception {
-        upstream = TestProxy.upstream(path -> "hello from upstream " + path);
+        upstream = EgressFixture.upstream(path -> "hello from upstream " + path);
         upstream.createContext("/big", ex -> { // BIG bytes of a repeating pattern, streamed
             ex.sendResponseHeaders(200, BIG);
             byte[] block = new byte[64 * 1024];
@@ -59,7 +60,7 @@ public abstract class AbstractEgressContractTest {
         });
         port = upstream.getAddress().getPort();
         home = Files.createTempDirectory("berth-egress-contract-");
-        EgressSettings egress = TestProxy.plain(List.of("allowed.test:" + port, "also.test:" + port));
+        EgressSettings egress = EgressFixture.proxy(List.of("allowed.test:" + port, "also.test:" + port));
         engine = level().start(home, c -> c.withEgress(egress));
         ws = engine.open(Tenant.LOCAL, OpenRequest.ephemeral()).workspace().id();
     }

@@ -1,5 +1,7 @@
 package dev.berth.engine.contract;
 
+import dev.berth.engine.TestPki;
+import dev.berth.engine.EgressFixture;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -46,7 +48,7 @@ public abstract class AbstractSecretsContractTest {
     static final String PLACEHOLDER = "berth-secret-gh-[0-9a-f]{32}";
 
     private Path home;
-    private LoopbackPki pki;
+    private TestPki pki;
     private HttpsServer upstream;
     private int port;
     private Engine engine;
@@ -59,12 +61,12 @@ public abstract class AbstractSecretsContractTest {
     @BeforeAll
     void start() throws Exception {
         home = Files.createTempDirectory("berth-secrets-contract-");
-        pki = LoopbackPki.create();
-        upstream = pki.https(ex -> ex.getRequestURI().getPath() + " " + LoopbackPki.describeAuth(ex, REAL),
+        pki = TestPki.create();
+        upstream = pki.https(ex -> ex.getRequestURI().getPath() + " " + TestPki.describeAuth(ex, REAL),
                 "api.cred.test", "other.cred.test");
         port = upstream.getAddress().getPort();
         Path testCa = pki.writeCaPem(home.resolve("test-root.pem"));
-        EgressSettings egress = TestProxy.secrets(List.of("api.cred.test:" + port, "other.cred.test:" + port), port, testCa,
+        EgressSettings egress = EgressFixture.secretProxy(List.of("api.cred.test:" + port, "other.cred.test:" + port), port, testCa,
                 SecretBinding.of("gh", "GH_TOKEN", List.of("api.cred.test"), REAL), home.resolve("ca"));
         engine = level().start(home, c -> c.withEgress(egress));
         ws = open(List.of("gh"));
