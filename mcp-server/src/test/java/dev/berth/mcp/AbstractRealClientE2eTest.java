@@ -45,17 +45,27 @@ abstract class AbstractRealClientE2eTest {
 
     /**
      * Writes the operator config and starts {@code berth stdio} with it: egress to {@code localhost} on 443 and
-     * {@code port} (TLS checked there, the test CA trusted), loopback upstreams allowed (unsafe, tests only), plus
+     * {@code port} (TLS checked there, the test CA trusted), loopback upstreams allowed (unsafe, tests only), a request
+     * head allowed {@link #HEADER_TIMEOUT_MS}, plus
      * {@code moreEgress}: further members of the {@code egress} object, such as {@code "registryRules": {...}}.
      */
+    /**
+     * The proxy's limit on a request head, raised from the product's 10 s: these suites run real package managers
+     * (a whole JVM, for Maven) inside a microVM emulated by TCG on two shared cores, where a TLS handshake and a request
+     * head took longer than 10 s in a loaded fresh-clone run ("request head not completed within 10000 ms"). The
+     * slowloris limit itself is tested by the proxy's own suite.
+     */
+    static final int HEADER_TIMEOUT_MS = 60_000;
+
     void startBerth(int port, String moreEgress) throws Exception {
         String config = """
                 {"egress": {
                    "allow": [{"host": "localhost", "ports": [443, %1$d]}],
                    "tls": {"upstreamTrust": ["%2$s"], "ports": [443, %1$d]},
                    %3$s,
-                   "unsafe": {"unsafeAllowLoopbackUpstreams": true}}}
-                """.formatted(port, tls.root(), moreEgress);
+                   "unsafe": {"unsafeAllowLoopbackUpstreams": true},
+                   "limits": {"header_timeout_ms": %4$d}}}
+                """.formatted(port, tls.root(), moreEgress, HEADER_TIMEOUT_MS);
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, config);
         Path home = Files.createDirectories(dir.resolve("home"));
