@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Session;
 import dev.berth.proxy.policy.SecretBinding;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -90,7 +91,7 @@ public final class CredentialGrant implements AutoCloseable {
     String placeholder(String binding) { return placeholders.get(binding); }
 
     void usedBy(Session s) {
-        if (s.client != null && sessions.add(s)) s.client.closeFuture().addListener(f -> sessions.remove(s));
+        if (s.client() != null && sessions.add(s)) s.client().closeFuture().addListener(f -> sessions.remove(s));
         if (closed.get()) s.revoke("credential grant of run '" + runId + "' was revoked (its run ended)"); // lost the race with close
     }
 

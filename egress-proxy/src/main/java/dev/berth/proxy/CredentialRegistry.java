@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Owner;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.SecretBinding;
 import java.nio.charset.StandardCharsets;
@@ -141,7 +142,7 @@ final class CredentialRegistry {
     }
 
     /** Bindings named by the context that may be sent to this host: the CONNECT is then intercepted. */
-    List<SecretBinding> bindingsFor(EgressContext ctx, String canonicalHost) {
+    List<SecretBinding> bindingsFor(Owner ctx, String canonicalHost) {
         List<SecretBinding> out = new ArrayList<>();
         for (String n : ctx.secrets()) {
             SecretBinding b = bindings.get(n);
@@ -156,7 +157,7 @@ final class CredentialRegistry {
      * else (the request target, any other header) is refused, never swapped, because an origin that echoes the URL
      * or a header would hand the real value back to the workspace. {@code headers} is not modified.
      */
-    Rewrite rewrite(EgressContext ctx, String host, boolean https, String target, List<String[]> headers) {
+    Rewrite rewrite(Owner ctx, String host, boolean https, String target, List<String[]> headers) {
         if (target.indexOf("berth-secret-") >= 0 && PLACEHOLDER.matcher(target).find()) {
             return Rewrite.refused(misplaced(target, "the request target"));
         }
@@ -189,7 +190,7 @@ final class CredentialRegistry {
                 : "credential '" + l.binding().name() + "' is substituted only in header(s) " + names);
     }
 
-    private String basic(String name, String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
+    private String basic(String name, String v, Owner ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
                          String[] refusal) {
         String token = v.substring(6).strip();
         byte[] decoded;
@@ -210,7 +211,7 @@ final class CredentialRegistry {
     }
 
     /** Returns {@code s} itself when it holds no placeholder; sets refusal[0] on the first bad one. */
-    private String substitute(String header, String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
+    private String substitute(String header, String s, Owner ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
         if (refusal[0] != null || s.indexOf("berth-secret-") < 0) return s;
         Matcher m = PLACEHOLDER.matcher(s);
         StringBuilder sb = null;
@@ -240,7 +241,7 @@ final class CredentialRegistry {
         return "credential placeholder expired: grant of run '" + g.runId() + "' outlived the operator's placeholder lifetime (placeholderTtlMs)";
     }
 
-    private static String check(Live l, EgressContext ctx, String host, boolean https) {
+    private static String check(Live l, Owner ctx, String host, boolean https) {
         if (l == null) return UNKNOWN;
         if (l.grant().isClosed()) return l.grant().expired() ? expired(l.grant()) : UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Settings;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.ApprovalSettings;
@@ -93,10 +94,11 @@ public final class ProxyConfig {
     /** Package-aware rules for registry and git hosts (read-only; git pushes only to listed repositories). */
     public java.util.List<RegistryRule> registryRules() { return registryRules; }
 
-    /** The rule for a host, or null. */
-    RegistryRule registryRule(String canonicalHost) {
-        for (RegistryRule r : registryRules) if (r.matchesHost(canonicalHost)) return r;
-        return null;
+    /** The settings the connection machinery reads, taken from this configuration. */
+    Settings settings() {
+        return new Settings(ceiling, maxHeaderBytes, maxHeaderCount, headerTimeout, idleTimeout, connectTimeout, dnsTimeout, maxTunnelsPerWorkspace,
+                maxBytesPerWorkspace, quotaWindow, maxConnectsPerSecond, maxMetadataBytes, tlsPorts, registryRules,
+                unsafeAllowLoopbackUpstreams);
     }
 
     /** Does the proxy terminate TLS for any host (secret bindings or registry rules)? Workspaces then need its CA. */

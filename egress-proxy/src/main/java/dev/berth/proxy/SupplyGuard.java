@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.MetadataFilter;
 import dev.berth.proxy.policy.RegistryPaths;

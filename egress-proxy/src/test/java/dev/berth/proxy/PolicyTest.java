@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.net.Resolver;
 import dev.berth.proxy.policy.Policy;
@@ -105,8 +106,8 @@ class PolicyTest {
     @Test
     void proxy_contextPolicyWiderThanCeiling_isClampedToCeiling() throws Exception {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(List.of("api.github.com"))).build();
-        Gatekeeper gk = new Gatekeeper(cfg, Resolver.system(), null);
-        Policy effective = gk.effective(new EgressContext("ws", null, Policy.of(List.of("*.github.com", "evil.com")), null));
+        Gatekeeper gk = new Gatekeeper(cfg.settings(), Resolver.system(), null);
+        Policy effective = gk.effective(new EgressContext("ws", null, Policy.of(List.of("*.github.com", "evil.com")), null).owner());
         assertTrue(allows(effective, "api.github.com", 443));
         assertFalse(allows(effective, "evil.com", 443));
         assertFalse(allows(effective, "raw.github.com", 443));
