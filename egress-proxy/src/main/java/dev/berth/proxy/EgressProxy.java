@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.session.Session;
@@ -270,7 +271,7 @@ public final class EgressProxy implements AutoCloseable {
         Objects.requireNonNull(workspaceId, "workspaceId");
         Objects.requireNonNull(runId, "runId"); // placeholders are honoured only on connections of this run
         Objects.requireNonNull(bindingNames, "bindingNames");
-        return credentials.mint(workspaceId, runId, bindingNames);
+        return new CredentialGrant(credentials.mint(workspaceId, runId, bindingNames));
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.credentials.CredentialRegistry;
+
 /**
  * What the forwarding handlers share proxy-wide beyond a session's own state: the credential registry (placeholder
  * substitution) and the supply-chain guard (release-age and advisory checks). Immutable; both parts are thread-safe.

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.session.Owner;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Gatekeeper;

@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.tls.InterceptionCa;
