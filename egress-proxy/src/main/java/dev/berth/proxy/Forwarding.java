@@ -1,5 +1,6 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.credentials.CredentialRegistry;
 
 /**

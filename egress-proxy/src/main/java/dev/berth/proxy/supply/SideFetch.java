@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.supply;
 
 import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.session.Session;
