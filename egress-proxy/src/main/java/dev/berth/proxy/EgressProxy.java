@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.forward.Forwarding;
+import dev.berth.proxy.forward.FrontendHandler;
 import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.session.Downstream;

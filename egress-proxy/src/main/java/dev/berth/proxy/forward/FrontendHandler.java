@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Session;
@@ -21,14 +21,14 @@ import io.netty.util.ReferenceCountUtil;
  * the decrypted requests: CONNECT is refused there, everything else goes to an HttpForwarder in
  * HTTPS mode.
  */
-final class FrontendHandler extends ChannelInboundHandlerAdapter {
+public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private final Forwarding services;
     private final Session session;
     private final RequestDecoder decoder;
     private final Interception interception;
     private HttpForwarder http;
 
-    FrontendHandler(Forwarding services, Session session, RequestDecoder decoder) {
+    public FrontendHandler(Forwarding services, Session session, RequestDecoder decoder) {
         this(services, session, decoder, null);
     }
 

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;

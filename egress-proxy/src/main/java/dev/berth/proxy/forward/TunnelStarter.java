@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.session.Settings;
 import dev.berth.proxy.session.Downstream;

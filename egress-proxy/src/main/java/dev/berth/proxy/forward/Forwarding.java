@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.credentials.CredentialRegistry;
@@ -7,4 +7,4 @@ import dev.berth.proxy.credentials.CredentialRegistry;
  * What the forwarding handlers share proxy-wide beyond a session's own state: the credential registry (placeholder
  * substitution) and the supply-chain guard (release-age and advisory checks). Immutable; both parts are thread-safe.
  */
-record Forwarding(CredentialRegistry credentials, SupplyGuard supply) {}
+public record Forwarding(CredentialRegistry credentials, SupplyGuard supply) {}
