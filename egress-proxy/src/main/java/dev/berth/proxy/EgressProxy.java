@@ -1,10 +1,10 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.loop.PairedLocalLoops;
 import dev.berth.proxy.forward.Forwarding;
 import dev.berth.proxy.forward.FrontendHandler;
 import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.credentials.CredentialRegistry;
-import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.session.Session;
 import dev.berth.proxy.session.Shared;
@@ -24,7 +24,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.local.LocalAddress;
 import io.netty.channel.local.LocalChannel;
 import io.netty.channel.local.LocalServerChannel;
@@ -213,35 +212,6 @@ public final class EgressProxy implements AutoCloseable {
         p.addLast("decoder", decoder);
         p.addLast("encoder", new HttpResponseEncoder());
         p.addLast("frontend", new FrontendHandler(forwarding, s, decoder));
-    }
-
-    /**
-     * The proxy's loops ({@link SharedLoopIo}: sockets and attach LocalChannels). A LocalChannel pair on two loops
-     * hands every write to the other thread; the
-     * proxy-side channel (registered by the LocalServerChannel's acceptor through {@link #register(Channel)}) is
-     * therefore put on the loop of the engine-side channel that connected to it, found by that channel's address.
-     */
-    private static final class PairedLocalLoops extends MultiThreadIoEventLoopGroup {
-        private final java.util.concurrent.ConcurrentMap<java.net.SocketAddress, io.netty.channel.EventLoop> pending =
-                new java.util.concurrent.ConcurrentHashMap<>();
-
-        PairedLocalLoops(int threads) {
-            super(threads, SharedLoopIo.newFactory());
-        }
-
-        void pair(LocalAddress engineSide, io.netty.channel.EventLoop loop) {
-            pending.put(engineSide, loop);
-        }
-
-        void unpair(LocalAddress engineSide) {
-            pending.remove(engineSide);
-        }
-
-        @Override
-        public ChannelFuture register(Channel channel) {
-            io.netty.channel.EventLoop loop = channel.remoteAddress() == null ? null : pending.remove(channel.remoteAddress());
-            return loop != null ? loop.register(channel) : super.register(channel);
-        }
     }
 
     /** What connections of this proxy share (tests). */
