@@ -234,12 +234,8 @@ class ReleaseAgeTest {
     }
 
     static Decision filterDecision(String pkg) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (System.nanoTime() < deadline) {
-            for (Decision d : decisions) if (d.kind().equals("filter") && d.reason().contains(" of " + pkg + " ")) return d;
-            Thread.sleep(5);
-        }
-        throw new AssertionError("no filter decision for " + pkg + " in " + decisions);
+        return Await.result("a filter decision for " + pkg, () -> Harness.first(decisions,
+                d -> d.kind().equals("filter") && d.reason().contains(" of " + pkg + " ")), () -> decisions);
     }
 
     @Test
