@@ -1,18 +1,18 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.session.ApprovalGate;
-import dev.berth.proxy.session.Session;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import com.github.benmanes.caffeine.cache.Scheduler;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.audit.AuditSink;
 import dev.berth.proxy.net.AddressClassifier;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.policy.Policy;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.Expiry;
-import com.github.benmanes.caffeine.cache.RemovalCause;
-import com.github.benmanes.caffeine.cache.Scheduler;
+import dev.berth.proxy.session.ApprovalGate;
+import dev.berth.proxy.session.Session;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;

@@ -1,7 +1,7 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.session.Owner;
 import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.session.Owner;
 import java.util.Objects;
 import java.util.Set;
 

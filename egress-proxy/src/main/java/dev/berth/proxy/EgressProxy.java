@@ -1,19 +1,19 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.loop.PairedLocalLoops;
-import dev.berth.proxy.forward.Forwarding;
-import dev.berth.proxy.forward.FrontendHandler;
-import dev.berth.proxy.supply.SupplyGuard;
-import dev.berth.proxy.credentials.CredentialRegistry;
-import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.session.Session;
-import dev.berth.proxy.session.Shared;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.audit.AuditSink;
+import dev.berth.proxy.credentials.CredentialRegistry;
+import dev.berth.proxy.forward.Forwarding;
+import dev.berth.proxy.forward.FrontendHandler;
 import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.loop.PairedLocalLoops;
 import dev.berth.proxy.net.Resolver;
 import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Shared;
+import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.tls.InterceptionCa;
 import dev.berth.proxy.tls.UpstreamTls;
 import io.netty.bootstrap.Bootstrap;

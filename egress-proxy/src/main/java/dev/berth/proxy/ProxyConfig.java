@@ -1,6 +1,5 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.session.Settings;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.ApprovalSettings;
@@ -8,6 +7,7 @@ import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.Presets;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Settings;
 import java.time.Duration;
 import java.util.Objects;
 

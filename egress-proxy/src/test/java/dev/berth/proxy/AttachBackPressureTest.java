@@ -1,10 +1,10 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.policy.Policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.proxy.policy.Policy;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;

@@ -1,12 +1,12 @@
 package dev.berth.proxy;
 
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.tls.InterceptionCa;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

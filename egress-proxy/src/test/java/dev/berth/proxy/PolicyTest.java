@@ -1,14 +1,14 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.net.HostNames;
-import dev.berth.proxy.net.Resolver;
-import dev.berth.proxy.policy.Policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.session.Gatekeeper;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

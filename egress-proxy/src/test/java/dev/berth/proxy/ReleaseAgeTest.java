@@ -1,16 +1,16 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.audit.AuditRecord;
-import dev.berth.proxy.policy.Advisories;
-import dev.berth.proxy.policy.Policy;
-import dev.berth.proxy.policy.RegistryRule;
-import dev.berth.proxy.tls.InterceptionCa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.tls.InterceptionCa;
 import java.io.ByteArrayOutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

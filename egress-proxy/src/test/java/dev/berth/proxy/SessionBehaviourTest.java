@@ -1,11 +1,11 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.policy.Policy;
-import dev.berth.proxy.audit.AuditRecord;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Policy;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;

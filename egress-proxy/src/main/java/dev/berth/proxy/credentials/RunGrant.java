@@ -1,7 +1,7 @@
 package dev.berth.proxy.credentials;
 
-import dev.berth.proxy.session.Session;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Session;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;

@@ -1,7 +1,7 @@
 package dev.berth.proxy.forward;
 
-import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.credentials.CredentialRegistry;
+import dev.berth.proxy.supply.SupplyGuard;
 
 /**
  * What the forwarding handlers share proxy-wide beyond a session's own state: the credential registry (placeholder

@@ -1,10 +1,10 @@
 package dev.berth.proxy.forward;
 
-import dev.berth.proxy.session.Downstream;
-import dev.berth.proxy.session.Session;
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
 import dev.berth.proxy.http.Responses;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;

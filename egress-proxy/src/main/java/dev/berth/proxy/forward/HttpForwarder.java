@@ -1,11 +1,7 @@
 package dev.berth.proxy.forward;
 
-import dev.berth.proxy.credentials.CredentialRegistry;
-import dev.berth.proxy.session.Owner;
-import dev.berth.proxy.session.Downstream;
-import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.session.Session;
 import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.http.ContentCodings;
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
@@ -14,6 +10,10 @@ import dev.berth.proxy.net.Targets;
 import dev.berth.proxy.policy.MetadataFilter;
 import dev.berth.proxy.policy.RegistryPaths;
 import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Owner;
+import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;

@@ -1,8 +1,8 @@
 package dev.berth.proxy.forward;
 
+import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Session;
-import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.tls.ClientHelloParser;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;

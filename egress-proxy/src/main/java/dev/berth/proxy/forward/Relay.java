@@ -1,9 +1,9 @@
 package dev.berth.proxy.forward;
 
+import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Session;
 import dev.berth.proxy.session.Shared;
-import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.tls.ClientHelloParser;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;

@@ -1,9 +1,5 @@
 package dev.berth.proxy.forward;
 
-import dev.berth.proxy.session.Settings;
-import dev.berth.proxy.session.Downstream;
-import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.session.Session;
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
 import dev.berth.proxy.http.Responses;
@@ -11,6 +7,10 @@ import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.net.Targets;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Settings;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;

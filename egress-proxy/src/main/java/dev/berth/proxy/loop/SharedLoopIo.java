@@ -21,7 +21,7 @@ import io.netty.channel.nio.NioIoHandler;
  * it is given a context that does not, so the selector alone decides how long the loop sleeps, and a wake-up (a task
  * from another thread, including every LocalChannel write from the engine) is the selector's.
  */
-public final class SharedLoopIo implements IoHandler {
+final class SharedLoopIo implements IoHandler {
     private final IoHandler nio;
     private final IoHandler local;
 
@@ -30,7 +30,7 @@ public final class SharedLoopIo implements IoHandler {
         this.local = local;
     }
 
-    public static IoHandlerFactory newFactory() {
+    static IoHandlerFactory newFactory() {
         IoHandlerFactory n = NioIoHandler.newFactory();
         IoHandlerFactory l = LocalIoHandler.newFactory();
         return executor -> new SharedLoopIo(n.newHandler(executor), l.newHandler(executor));

@@ -1,13 +1,13 @@
 package dev.berth.proxy.supply;
 
-import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.session.Session;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.MetadataFilter;
 import dev.berth.proxy.policy.RegistryPaths;
 import dev.berth.proxy.policy.RegistryRule;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -56,7 +56,7 @@ public final class SupplyGuard {
     }
 
     /** Why this version is hidden or refused, or null. */
-    public String verdict(RegistryRule rule, String pkg, String version, Instant published) {
+    String verdict(RegistryRule rule, String pkg, String version, Instant published) {
         String adv = advisories.malicious(rule.kind(), pkg, version);
         String name = pkg + (rule.kind() == RegistryRule.Kind.NPM ? "@" : " ") + version;
         if (adv != null) return name + " is listed as malicious by advisory " + adv + " (advisory feed)";
