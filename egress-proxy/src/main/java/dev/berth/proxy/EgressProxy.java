@@ -12,6 +12,7 @@ import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Settings;
 import dev.berth.proxy.session.Shared;
 import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.tls.InterceptionCa;
@@ -78,7 +79,8 @@ public final class EgressProxy implements AutoCloseable {
         dns.allowCoreThreadTimeOut(true);
         this.resolverThreads = dns;
         this.approvals = new Approvals(cfg.approval(), b.audit, cfg.unsafeAllowLoopbackUpstreams());
-        Gatekeeper gk = new Gatekeeper(cfg.settings(), b.resolver, resolverThreads, approvals.gate());
+        Settings settings = cfg.settings();
+        Gatekeeper gk = new Gatekeeper(settings, b.resolver, resolverThreads, approvals.gate());
         InterceptionCa ca;
         io.netty.handler.ssl.SslContext upstreamTls = null;
         try {
@@ -93,7 +95,7 @@ public final class EgressProxy implements AutoCloseable {
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
         this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
-        this.shared = new Shared(cfg.settings(), gk, b.audit, ca, upstreamTls, b.nanos);
+        this.shared = new Shared(settings, gk, b.audit, ca, upstreamTls, b.nanos);
         credentials.onRevoke((g, why) -> shared.revoked(g.workspaceId(), g.runId(), g.sessions(), why));
         this.forwarding = new Forwarding(credentials, new SupplyGuard(cfg.advisories(), java.time.Instant::now));
         for (SecretBinding sb : cfg.secrets().values()) {

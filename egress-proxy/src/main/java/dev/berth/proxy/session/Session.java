@@ -33,6 +33,7 @@ public final class Session {
         this.usage = shared.usage(context.workspaceId());
     }
 
+    /** The operator's settings. */
     public Settings config() {
         return shared.config();
     }
