@@ -1,16 +1,18 @@
 package dev.berth.proxy;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import com.github.benmanes.caffeine.cache.Scheduler;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.audit.AuditSink;
 import dev.berth.proxy.net.AddressClassifier;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.policy.Policy;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.Expiry;
-import com.github.benmanes.caffeine.cache.RemovalCause;
-import com.github.benmanes.caffeine.cache.Scheduler;
+import dev.berth.proxy.session.ApprovalGate;
+import dev.berth.proxy.session.Session;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
@@ -149,6 +151,25 @@ public final class Approvals {
         return b;
     }
 
+    /** The view the decision pipeline consults when the policy refuses a target. */
+    ApprovalGate gate() {
+        return new ApprovalGate() {
+            @Override
+            public String allowedBy(Session session, String host, int port) {
+                Grant g = active(session.context().workspaceId(), host, port);
+                if (g == null) return null;
+                opened(g, session);
+                return "host '" + host + "' port " + port + " allowed by approval grant " + g.id()
+                        + " (a human approved it for workspace " + g.workspaceId() + " until " + g.expiresAt() + ")";
+            }
+
+            @Override
+            public boolean approvable(String host, int port) {
+                return settings.enabled() && check(host, port).approvable();
+            }
+        };
+    }
+
     /** The workspace closed: its grants end now (audited), and connections opened under them are closed. */
     void endWorkspace(String workspaceId, String why) {
         for (Key k : List.copyOf(grants.asMap().keySet())) {
@@ -162,7 +183,7 @@ public final class Approvals {
     void opened(Grant g, Session s) {
         Key k = new Key(g.workspaceId(), g.host(), g.port());
         sessions.computeIfAbsent(k, x -> ConcurrentHashMap.newKeySet()).add(s);
-        if (s.client != null) s.client.closeFuture().addListener(f -> sessions.computeIfPresent(k, (x, set) -> {
+        if (s.client() != null) s.client().closeFuture().addListener(f -> sessions.computeIfPresent(k, (x, set) -> {
             set.remove(s);
             return set.isEmpty() ? null : set;
         }));

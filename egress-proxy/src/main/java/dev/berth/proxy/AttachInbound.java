@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -9,22 +11,25 @@ import java.util.function.BiConsumer;
 
 /**
  * First handler on the proxy side of an attach LocalChannel. The first message must be the
- * {@link Downstream.Attach} signal carrying the context; it installs the normal proxy pipeline
+ * {@link Attach} message carrying the context; it installs the normal proxy pipeline
  * behind itself. Afterwards it accounts consumed bytes (engine back-pressure) and translates
  * engine signals (EOF, abort) into what the rest of the pipeline understands.
  */
 final class AttachInbound extends ChannelInboundHandlerAdapter {
-    private final BiConsumer<ChannelHandlerContext, Downstream.Attach> installer;
+    /** First message from the engine side: which context this connection runs under. */
+    record Attach(EgressContext context, AttachedConnection connection) {}
+
+    private final BiConsumer<ChannelHandlerContext, Attach> installer;
     private AttachedConnection conn;
 
-    AttachInbound(BiConsumer<ChannelHandlerContext, Downstream.Attach> installer) {
+    AttachInbound(BiConsumer<ChannelHandlerContext, Attach> installer) {
         this.installer = installer;
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         switch (msg) {
-            case Downstream.Attach a when conn == null -> {
+            case Attach a when conn == null -> {
                 conn = a.connection();
                 conn.proxySide = ctx.channel();
                 installer.accept(ctx, a);
@@ -36,7 +41,7 @@ final class AttachInbound extends ChannelInboundHandlerAdapter {
             case Downstream.InputShutdown s when conn != null -> ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
             case Downstream.Reset r when conn != null -> {
                 Session s = conn.session;
-                if (s != null) s.clientAbortReason = "aborted by engine: " + r.reason();
+                if (s != null) s.clientAbortReason("aborted by engine: " + r.reason());
                 ctx.close();
             }
             default -> {

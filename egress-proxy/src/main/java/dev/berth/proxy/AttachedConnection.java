@@ -1,5 +1,7 @@
 package dev.berth.proxy;
 
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
@@ -128,7 +130,7 @@ final class AttachedConnection extends ChannelInboundHandlerAdapter implements P
     @Override
     public void clientWritable(boolean writable) {
         Session s = session;
-        if (s != null) s.engineWritable = writable;
+        if (s != null) s.engineWritable(writable);
         Channel p = proxySide;
         if (p != null) p.eventLoop().execute(() -> p.pipeline().fireUserEventTriggered(new Downstream.Writability(writable)));
     }

@@ -1,12 +1,9 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.credentials.RunGrant;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Placeholders minted for one run ({@link EgressProxy#mint}). The engine puts {@link #environment()}
@@ -16,48 +13,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Thread-safe: uses are counted from proxy event loops while the engine reads them.
  */
 public final class CredentialGrant implements AutoCloseable {
-    private final CredentialRegistry registry;
-    private final String workspaceId;
-    private final String runId;
-    /** binding name -> placeholder, in binding order. */
-    private final Map<String, String> placeholders;
-    private final Map<String, String> environment;
-    /** "binding\nhost" -> count, in first-use order. Guarded by itself. */
-    private final Map<String, Integer> uses = new LinkedHashMap<>();
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private volatile boolean expired;
-    /** Client sessions that carried one of these placeholders and are still open. */
-    private final java.util.Set<Session> sessions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final RunGrant grant;
 
-    CredentialGrant(CredentialRegistry registry, String workspaceId, String runId, Map<SecretBinding, String> minted) {
-        this.registry = registry;
-        this.workspaceId = workspaceId;
-        this.runId = runId;
-        Map<String, String> p = new LinkedHashMap<>();
-        Map<String, String> env = new LinkedHashMap<>();
-        minted.forEach((b, ph) -> {
-            p.put(b.name(), ph);
-            env.put(b.env(), ph);
-        });
-        this.placeholders = Collections.unmodifiableMap(p);
-        this.environment = Collections.unmodifiableMap(env);
+    CredentialGrant(RunGrant grant) {
+        this.grant = grant;
     }
 
     /** Environment variable name -> placeholder, e.g. {@code GITHUB_TOKEN -> berth-secret-github-<32 hex>}. */
     public Map<String, String> environment() {
-        return environment;
+        return grant.environment();
     }
 
     /** What was injected so far, per (binding, host), in first-use order. */
     public List<CredentialUse> uses() {
-        synchronized (uses) {
-            List<CredentialUse> out = new ArrayList<>(uses.size());
-            uses.forEach((k, n) -> {
-                int nl = k.indexOf('\n');
-                out.add(new CredentialUse(k.substring(0, nl), k.substring(nl + 1), n));
-            });
-            return out;
-        }
+        List<CredentialUse> out = new ArrayList<>();
+        for (RunGrant.Use u : grant.uses()) out.add(new CredentialUse(u.binding(), u.host(), u.count()));
+        return out;
     }
 
     /**
@@ -67,44 +38,18 @@ public final class CredentialGrant implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            registry.revoke(this, placeholders.values(), "credential grant of run '" + runId + "' was revoked (its run ended)");
-        }
-    }
-
-    /** The operator's placeholder lifetime ran out: revoke, with a reason that says so. */
-    void expire() {
-        if (closed.get()) return;
-        expired = true;
-        if (closed.compareAndSet(false, true)) {
-            registry.revoke(this, placeholders.values(), CredentialRegistry.expired(this));
-        }
+        grant.close();
     }
 
     /** True once the grant was revoked because its lifetime ran out (rather than closed by its run). */
-    public boolean expired() { return expired; }
+    public boolean expired() { return grant.expired(); }
 
-    public String workspaceId() { return workspaceId; }
-    public String runId() { return runId; }
-    boolean isClosed() { return closed.get(); }
-    String placeholder(String binding) { return placeholders.get(binding); }
-
-    void usedBy(Session s) {
-        if (s.client != null && sessions.add(s)) s.client.closeFuture().addListener(f -> sessions.remove(s));
-        if (closed.get()) s.revoke("credential grant of run '" + runId + "' was revoked (its run ended)"); // lost the race with close
-    }
-
-    java.util.Set<Session> sessions() { return sessions; }
-
-    void used(String binding, String host) {
-        synchronized (uses) {
-            uses.merge(binding + "\n" + host, 1, Integer::sum);
-        }
-    }
+    public String workspaceId() { return grant.workspaceId(); }
+    public String runId() { return grant.runId(); }
+    String placeholder(String binding) { return grant.placeholder(binding); }
 
     @Override
     public String toString() {
-        return "CredentialGrant[workspace=" + workspaceId + ", run=" + runId + ", bindings=" + placeholders.keySet()
-                + (closed.get() ? ", revoked" : "") + "]";
+        return grant.toString();
     }
 }

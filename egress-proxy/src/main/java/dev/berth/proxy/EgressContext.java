@@ -1,6 +1,7 @@
 package dev.berth.proxy;
 
 import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.session.Owner;
 import java.util.Objects;
 import java.util.Set;
 
@@ -29,5 +30,12 @@ public record EgressContext(String workspaceId, String runId, Policy policy, Dec
     /** A context without secrets: nothing is intercepted, no placeholder is honoured. */
     public EgressContext(String workspaceId, String runId, Policy policy, DecisionListener listener) {
         this(workspaceId, runId, policy, listener, Set.of());
+    }
+
+    /** The connection machinery's view of this context; decisions reach {@link #listener()} as {@link Decision}s. */
+    Owner owner() {
+        DecisionListener l = listener;
+        return new Owner(workspaceId, runId, policy, secrets, (conn, kind, host, port, address, allowed, reason, at) ->
+                l.onDecision(new Decision(workspaceId, runId, conn, kind, host, port, address, allowed, reason, at)));
     }
 }

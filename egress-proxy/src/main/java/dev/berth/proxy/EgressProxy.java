@@ -2,10 +2,19 @@ package dev.berth.proxy;
 
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.audit.AuditSink;
+import dev.berth.proxy.credentials.CredentialRegistry;
+import dev.berth.proxy.forward.Forwarding;
+import dev.berth.proxy.forward.FrontendHandler;
 import dev.berth.proxy.http.RequestDecoder;
+import dev.berth.proxy.loop.PairedLocalLoops;
 import dev.berth.proxy.net.Resolver;
 import dev.berth.proxy.policy.ApprovalSettings;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Settings;
+import dev.berth.proxy.session.Shared;
+import dev.berth.proxy.supply.SupplyGuard;
 import dev.berth.proxy.tls.InterceptionCa;
 import dev.berth.proxy.tls.UpstreamTls;
 import io.netty.bootstrap.Bootstrap;
@@ -16,7 +25,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.local.LocalAddress;
 import io.netty.channel.local.LocalChannel;
 import io.netty.channel.local.LocalServerChannel;
@@ -44,7 +52,9 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class EgressProxy implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(EgressProxy.class.getName());
 
+    private final ProxyConfig config;
     private final Shared shared;
+    private final Forwarding forwarding;
     private final CredentialRegistry credentials;
     private final Approvals approvals;
     private final PairedLocalLoops loops;
@@ -57,6 +67,7 @@ public final class EgressProxy implements AutoCloseable {
 
     private EgressProxy(Builder b) {
         ProxyConfig cfg = b.config;
+        this.config = cfg;
         // one group for sockets and attach LocalChannels (SharedLoopIo): an attached connection's upstream socket runs
         // on the loop of its LocalChannel pair, so its bytes reach the engine without a hand-off between threads
         this.loops = new PairedLocalLoops(b.threads);
@@ -68,7 +79,8 @@ public final class EgressProxy implements AutoCloseable {
         dns.allowCoreThreadTimeOut(true);
         this.resolverThreads = dns;
         this.approvals = new Approvals(cfg.approval(), b.audit, cfg.unsafeAllowLoopbackUpstreams());
-        Gatekeeper gk = new Gatekeeper(cfg, b.resolver, resolverThreads, approvals);
+        Settings settings = cfg.settings();
+        Gatekeeper gk = new Gatekeeper(settings, b.resolver, resolverThreads, approvals.gate());
         InterceptionCa ca;
         io.netty.handler.ssl.SslContext upstreamTls = null;
         try {
@@ -83,8 +95,9 @@ public final class EgressProxy implements AutoCloseable {
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
         this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
-        this.shared = new Shared(cfg, gk, b.audit, credentials, ca, upstreamTls, b.nanos);
-        credentials.onRevoke(shared::revoked);
+        this.shared = new Shared(settings, gk, b.audit, ca, upstreamTls, b.nanos);
+        credentials.onRevoke((g, why) -> shared.revoked(g.workspaceId(), g.runId(), g.sessions(), why));
+        this.forwarding = new Forwarding(credentials, new SupplyGuard(cfg.advisories(), java.time.Instant::now));
         for (SecretBinding sb : cfg.secrets().values()) {
             if (sb.unsafeAllowPlainHttp()) {
                 String msg = "UNSAFE: secret '" + sb.name() + "' has unsafeAllowPlainHttp - its value may cross the network unencrypted";
@@ -157,12 +170,12 @@ public final class EgressProxy implements AutoCloseable {
             });
         });
         // Same ordered queue as the engine's writes: the Attach signal is always the first message.
-        conn.send(new Downstream.Attach(context, conn));
+        conn.send(new AttachInbound.Attach(context, conn));
         return conn;
     }
 
-    private void installAttached(ChannelHandlerContext attachCtx, Downstream.Attach a) {
-        Session s = new Session(shared, a.context(), a.connection().id());
+    private void installAttached(ChannelHandlerContext attachCtx, AttachInbound.Attach a) {
+        Session s = new Session(shared, a.context().owner(), a.connection().id());
         a.connection().session = s;
         install(attachCtx.pipeline(), s);
     }
@@ -183,7 +196,7 @@ public final class EgressProxy implements AutoCloseable {
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        install(ch.pipeline(), new Session(shared, context, nextId()));
+                        install(ch.pipeline(), new Session(shared, context.owner(), nextId()));
                     }
                 })
                 .bind(bind).awaitUninterruptibly();
@@ -192,44 +205,15 @@ public final class EgressProxy implements AutoCloseable {
     }
 
     private void install(ChannelPipeline p, Session s) {
-        ProxyConfig c = shared.config();
-        s.client = p.channel();
+        ProxyConfig c = config;
+        s.client(p.channel());
         shared.track(p.channel());
         shared.register(s);
         RequestDecoder decoder = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
         p.addLast("idle", new IdleStateHandler(0, 0, c.idleTimeout().toMillis(), TimeUnit.MILLISECONDS));
         p.addLast("decoder", decoder);
         p.addLast("encoder", new HttpResponseEncoder());
-        p.addLast("frontend", new FrontendHandler(s, decoder));
-    }
-
-    /**
-     * The proxy's loops ({@link SharedLoopIo}: sockets and attach LocalChannels). A LocalChannel pair on two loops
-     * hands every write to the other thread; the
-     * proxy-side channel (registered by the LocalServerChannel's acceptor through {@link #register(Channel)}) is
-     * therefore put on the loop of the engine-side channel that connected to it, found by that channel's address.
-     */
-    private static final class PairedLocalLoops extends MultiThreadIoEventLoopGroup {
-        private final java.util.concurrent.ConcurrentMap<java.net.SocketAddress, io.netty.channel.EventLoop> pending =
-                new java.util.concurrent.ConcurrentHashMap<>();
-
-        PairedLocalLoops(int threads) {
-            super(threads, SharedLoopIo.newFactory());
-        }
-
-        void pair(LocalAddress engineSide, io.netty.channel.EventLoop loop) {
-            pending.put(engineSide, loop);
-        }
-
-        void unpair(LocalAddress engineSide) {
-            pending.remove(engineSide);
-        }
-
-        @Override
-        public ChannelFuture register(Channel channel) {
-            io.netty.channel.EventLoop loop = channel.remoteAddress() == null ? null : pending.remove(channel.remoteAddress());
-            return loop != null ? loop.register(channel) : super.register(channel);
-        }
+        p.addLast("frontend", new FrontendHandler(forwarding, s, decoder));
     }
 
     /** What connections of this proxy share (tests). */
@@ -262,7 +246,7 @@ public final class EgressProxy implements AutoCloseable {
         Objects.requireNonNull(workspaceId, "workspaceId");
         Objects.requireNonNull(runId, "runId"); // placeholders are honoured only on connections of this run
         Objects.requireNonNull(bindingNames, "bindingNames");
-        return credentials.mint(workspaceId, runId, bindingNames);
+        return new CredentialGrant(credentials.mint(workspaceId, runId, bindingNames));
     }
 
     /**
@@ -270,7 +254,7 @@ public final class EgressProxy implements AutoCloseable {
      * its CA, not only workspaces with secret bindings.
      */
     public boolean interceptsForEveryWorkspace() {
-        return !shared.config().registryRules().isEmpty();
+        return !config.registryRules().isEmpty();
     }
 
     /** The operator's placeholder lifetime. */

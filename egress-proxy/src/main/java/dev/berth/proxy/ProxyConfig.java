@@ -7,6 +7,7 @@ import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.Presets;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Settings;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -93,10 +94,11 @@ public final class ProxyConfig {
     /** Package-aware rules for registry and git hosts (read-only; git pushes only to listed repositories). */
     public java.util.List<RegistryRule> registryRules() { return registryRules; }
 
-    /** The rule for a host, or null. */
-    RegistryRule registryRule(String canonicalHost) {
-        for (RegistryRule r : registryRules) if (r.matchesHost(canonicalHost)) return r;
-        return null;
+    /** The settings the connection machinery reads, taken from this configuration. */
+    Settings settings() {
+        return new Settings(ceiling, maxHeaderBytes, maxHeaderCount, headerTimeout, idleTimeout, connectTimeout, dnsTimeout, maxTunnelsPerWorkspace,
+                maxBytesPerWorkspace, quotaWindow, maxConnectsPerSecond, maxMetadataBytes, tlsPorts, registryRules,
+                unsafeAllowLoopbackUpstreams);
     }
 
     /** Does the proxy terminate TLS for any host (secret bindings or registry rules)? Workspaces then need its CA. */

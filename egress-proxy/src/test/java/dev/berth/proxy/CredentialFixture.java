@@ -1,12 +1,12 @@
 package dev.berth.proxy;
 
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.tls.InterceptionCa;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -235,21 +235,11 @@ final class CredentialFixture implements AutoCloseable {
     }
 
     Decision await(List<Decision> list, java.util.function.Predicate<Decision> p) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (true) {
-            for (Decision d : list) if (p.test(d)) return d;
-            if (System.nanoTime() > deadline) throw new AssertionError("no matching decision; got " + list);
-            Thread.sleep(5);
-        }
+        return Await.result("a matching decision", () -> Harness.first(list, p), () -> list);
     }
 
     AuditRecord awaitAudit(java.util.function.Predicate<AuditRecord> p) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (true) {
-            for (AuditRecord r : audit) if (p.test(r)) return r;
-            if (System.nanoTime() > deadline) throw new AssertionError("no matching audit record; got " + audit);
-            Thread.sleep(5);
-        }
+        return Await.result("a matching audit record", () -> Harness.first(audit, p), () -> audit);
     }
 
     Map<String, String> env(CredentialGrant g) {

@@ -1,14 +1,15 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.audit.AuditRecord;
-import dev.berth.proxy.policy.SecretBinding;
-import dev.berth.proxy.tls.InterceptionCa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.credentials.CredentialRegistry;
+import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.tls.InterceptionCa;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;

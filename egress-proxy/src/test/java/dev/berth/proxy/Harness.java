@@ -93,31 +93,24 @@ final class Harness implements AutoCloseable {
         }
     }
 
-    /** Waits up to 5 s for {@code condition}, polling; fails naming {@code what}. */
+    /** Waits (see {@link Await}) until {@code condition} holds; fails naming {@code what}. */
     static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("waited 5 s for " + what);
-            Thread.sleep(5);
-        }
+        Await.until(what, condition);
     }
 
     Decision awaitDecision(int index) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (decisions.size() <= index) {
-            if (System.nanoTime() > deadline) throw new AssertionError("no decision #" + index + "; got " + decisions);
-            Thread.sleep(5);
-        }
+        Await.until("decision #" + index + " (got " + decisions + ")", () -> decisions.size() > index);
         return decisions.get(index);
     }
 
     AuditRecord awaitAudit(java.util.function.Predicate<AuditRecord> p) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (true) {
-            for (AuditRecord r : audit) if (p.test(r)) return r;
-            if (System.nanoTime() > deadline) throw new AssertionError("no matching audit record; got " + audit);
-            Thread.sleep(5);
-        }
+        return Await.result("a matching audit record", () -> first(audit, p), () -> audit);
+    }
+
+    /** The first element of {@code list} (a concurrent list) that matches, or null. */
+    static <T> T first(List<T> list, java.util.function.Predicate<T> p) {
+        for (T t : list) if (p.test(t)) return t;
+        return null;
     }
 
     @Override

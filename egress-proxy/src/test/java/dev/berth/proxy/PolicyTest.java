@@ -1,13 +1,14 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.net.HostNames;
-import dev.berth.proxy.net.Resolver;
-import dev.berth.proxy.policy.Policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.session.Gatekeeper;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -105,8 +106,8 @@ class PolicyTest {
     @Test
     void proxy_contextPolicyWiderThanCeiling_isClampedToCeiling() throws Exception {
         ProxyConfig cfg = ProxyConfig.builder().ceiling(Policy.of(List.of("api.github.com"))).build();
-        Gatekeeper gk = new Gatekeeper(cfg, Resolver.system(), null);
-        Policy effective = gk.effective(new EgressContext("ws", null, Policy.of(List.of("*.github.com", "evil.com")), null));
+        Gatekeeper gk = new Gatekeeper(cfg.settings(), Resolver.system(), null);
+        Policy effective = gk.effective(new EgressContext("ws", null, Policy.of(List.of("*.github.com", "evil.com")), null).owner());
         assertTrue(allows(effective, "api.github.com", 443));
         assertFalse(allows(effective, "evil.com", 443));
         assertFalse(allows(effective, "raw.github.com", 443));

@@ -1,16 +1,16 @@
 package dev.berth.proxy;
 
-import dev.berth.proxy.audit.AuditRecord;
-import dev.berth.proxy.policy.Advisories;
-import dev.berth.proxy.policy.Policy;
-import dev.berth.proxy.policy.RegistryRule;
-import dev.berth.proxy.tls.InterceptionCa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
+import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.policy.Advisories;
+import dev.berth.proxy.policy.Policy;
+import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.tls.InterceptionCa;
 import java.io.ByteArrayOutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -234,12 +234,8 @@ class ReleaseAgeTest {
     }
 
     static Decision filterDecision(String pkg) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (System.nanoTime() < deadline) {
-            for (Decision d : decisions) if (d.kind().equals("filter") && d.reason().contains(" of " + pkg + " ")) return d;
-            Thread.sleep(5);
-        }
-        throw new AssertionError("no filter decision for " + pkg + " in " + decisions);
+        return Await.result("a filter decision for " + pkg, () -> Harness.first(decisions,
+                d -> d.kind().equals("filter") && d.reason().contains(" of " + pkg + " ")), () -> decisions);
     }
 
     @Test

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.session;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -10,38 +10,35 @@ import io.netty.channel.socket.DuplexChannel;
  * Close semantics for the client-facing channel, which is either a TCP socket (listener mode)
  * or a LocalChannel bridged to the engine (attach mode). LocalChannel has no half-close and no
  * RST, so those are carried in-band as {@link Signal} objects that the engine-side handler turns
- * into {@link ClientSink#shutdownOutput()} / {@link ClientSink#reset(String)}.
+ * into the engine's {@code ClientSink.shutdownOutput()} / {@code ClientSink.reset(String)}.
  */
-final class Downstream {
+public final class Downstream {
     private Downstream() {}
 
     /** In-band control messages on the attach LocalChannel pair. */
-    sealed interface Signal permits Attach, OutputShutdown, InputShutdown, Reset, Writability {}
-
-    /** First message from the engine side: which context this connection runs under. */
-    record Attach(EgressContext context, AttachedConnection connection) implements Signal {}
+    public sealed interface Signal permits OutputShutdown, InputShutdown, Reset, Writability {}
 
     /**
      * Proxy -> engine: no more bytes for the guest; with {@code thenClose} the engine side also closes the pair once
      * it has read this far (see {@link #closeGracefully}).
      */
-    record OutputShutdown(boolean thenClose) implements Signal {}
+    public record OutputShutdown(boolean thenClose) implements Signal {}
 
     /** Engine -> proxy: the guest sent EOF. */
-    record InputShutdown() implements Signal {}
+    public record InputShutdown() implements Signal {}
 
     /** Either direction: abort with reason. */
-    record Reset(String reason) implements Signal {}
+    public record Reset(String reason) implements Signal {}
 
     /** Engine -> proxy (as a user event): the guest side can/cannot take more bytes. */
-    record Writability(boolean writable) implements Signal {}
+    public record Writability(boolean writable) implements Signal {}
 
     /**
      * Attach mode with TLS interception: an {@code SslHandler} between the frontend and the
      * LocalChannel rejects non-byte messages, so signals are sent past it, after flushing the
      * TLS records queued before them (so OutputShutdown still follows the last byte).
      */
-    static final class SignalBypass extends io.netty.channel.ChannelOutboundHandlerAdapter {
+    public static final class SignalBypass extends io.netty.channel.ChannelOutboundHandlerAdapter {
         @Override
         public void write(io.netty.channel.ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
             if (msg instanceof Signal) {
@@ -53,7 +50,7 @@ final class Downstream {
         }
     }
 
-    static void shutdownOutput(Channel ch) {
+    public static void shutdownOutput(Channel ch) {
         if (ch instanceof DuplexChannel d) {
             d.shutdownOutput();
         } else if (ch.isActive()) {
@@ -67,7 +64,7 @@ final class Downstream {
      * peer has not read yet, so a close from this side lost the tail of a download the engine had not caught up
      * with (a 24 MiB response arrived 7 MiB long in a microVM test under load).
      */
-    static void closeGracefully(Channel ch) {
+    public static void closeGracefully(Channel ch) {
         if (!ch.isActive()) {
             ch.close();
             return;
@@ -80,7 +77,7 @@ final class Downstream {
     }
 
     /** Abort: RST on TCP, Reset signal on attach. Pending output is discarded. */
-    static void abort(Channel ch, String reason) {
+    public static void abort(Channel ch, String reason) {
         if (ch instanceof DuplexChannel) {
             if (ch.isOpen()) {
                 try {

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.session;
 
 import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.policy.Policy;
@@ -13,19 +13,19 @@ import java.time.Instant;
  * connection belongs to, the effective policy (computed once), and the decision/audit outputs.
  * Confined to the client channel's event loop except {@link #engineWritable}.
  */
-final class Session {
-    final Shared shared;
-    final EgressContext context;
-    final Policy effective;
-    final String id;
-    final WorkspaceUsage usage;
+public final class Session {
+    private final Shared shared;
+    private final Owner context;
+    private final Policy effective;
+    private final String id;
+    private final WorkspaceUsage usage;
     /** Attach mode: engine-side back-pressure flag, written from the engine thread. */
-    volatile boolean engineWritable = true;
-    Channel client;
+    private volatile boolean engineWritable = true;
+    private Channel client;
     /** Set when the engine aborted the connection; used as the audit close reason. */
-    volatile String clientAbortReason;
+    private volatile String clientAbortReason;
 
-    Session(Shared shared, EgressContext context, String id) {
+    public Session(Shared shared, Owner context, String id) {
         this.shared = shared;
         this.context = context;
         this.effective = shared.gatekeeper().effective(context);
@@ -33,22 +33,41 @@ final class Session {
         this.usage = shared.usage(context.workspaceId());
     }
 
-    ProxyConfig config() {
+    /** The operator's settings. */
+    public Settings config() {
         return shared.config();
     }
 
+    public Shared shared() { return shared; }
+    /** Who the connection belongs to. */
+    public Owner context() { return context; }
+    /** The connection's policy narrowed to the operator's ceiling, computed once. */
+    public Policy effective() { return effective; }
+    public String id() { return id; }
+    /** The counters of the connection's workspace. */
+    public WorkspaceUsage usage() { return usage; }
+    /** The client-facing channel; null until the pipeline is installed. Confined to that channel's loop once set. */
+    public Channel client() { return client; }
+    public void client(Channel c) { this.client = c; }
+
+    /** Why the engine aborted the connection, or null; the audit close reason. */
+    public String clientAbortReason() { return clientAbortReason; }
+    public void clientAbortReason(String reason) { this.clientAbortReason = reason; }
+
+    /** Attach mode: the engine can (or cannot) take more bytes for the guest; called from the engine's thread. */
+    public void engineWritable(boolean writable) { this.engineWritable = writable; }
+
     /** Reports a decision to the context listener. Listener failures never affect the connection. */
-    void decided(String kind, String host, int port, String address, boolean allowed, String reason) {
+    public void decided(String kind, String host, int port, String address, boolean allowed, String reason) {
         try {
-            context.listener().onDecision(new Decision(context.workspaceId(), context.runId(), id, kind, host, port,
-                    address, allowed, reason, Instant.now()));
+            context.decisions().decided(id, kind, host, port, address, allowed, reason, Instant.now());
         } catch (RuntimeException e) {
             System.getLogger(Session.class.getName()).log(System.Logger.Level.WARNING, "decision listener failed", e);
         }
     }
 
     /** Closes this connection (and with it its upstream) because the grant it was opened under is gone. */
-    void revoke(String reason) {
+    public void revoke(String reason) {
         Channel c = client;
         if (c == null) return;
         c.eventLoop().execute(() -> {
@@ -59,17 +78,17 @@ final class Session {
     }
 
     /** Starts an audited exchange (one CONNECT tunnel or one HTTP request). */
-    Exchange exchange(String kind, String method, String host, int port) {
+    public Exchange exchange(String kind, String method, String host, int port) {
         return new Exchange(this, kind, method, host, port);
     }
 
     /** Can the client side take more bytes right now (socket writability and engine flag)? */
-    boolean clientWritable() {
+    public boolean clientWritable() {
         return client.isWritable() && engineWritable;
     }
 
     /** Upstream bootstrap on the client's loop, so a session's state is touched by one thread and a relay stays on it. */
-    Bootstrap upstream(ChannelInitializer<Channel> init) {
+    public Bootstrap upstream(ChannelInitializer<Channel> init) {
         return new Bootstrap()
                 .group(shared.upstreamLoop(client))
                 .channelFactory(shared.upstreamChannelFactory())
@@ -88,19 +107,19 @@ final class Session {
     }
 
     /** One audited unit. {@link #finish} writes the audit record exactly once. */
-    static final class Exchange {
-        final Session session;
-        final String kind;
-        final String method;
-        final String host;
-        final int port;
-        final long startNanos = System.nanoTime();
-        String address;
-        boolean allowed;
-        String reason;
-        long bytesUp;
-        long bytesDown;
-        boolean holdsUpstreamSlot;
+    public static final class Exchange {
+        private final Session session;
+        private final String kind;
+        private final String method;
+        private final String host;
+        private final int port;
+        private final long startNanos = System.nanoTime();
+        private String address;
+        private boolean allowed;
+        private String reason;
+        private long bytesUp;
+        private long bytesDown;
+        private boolean holdsUpstreamSlot;
         private boolean finished;
 
         Exchange(Session session, String kind, String method, String host, int port) {
@@ -112,14 +131,14 @@ final class Session {
         }
 
         /** Records the decision (listener now, audit at finish). */
-        void decide(boolean allowed, String address, String reason) {
+        public void decide(boolean allowed, String address, String reason) {
             this.allowed = allowed;
             this.address = address;
             this.reason = reason;
             session.decided(kind, host, port, address, allowed, reason);
         }
 
-        void finish(String closeReason) {
+        public void finish(String closeReason) {
             if (finished) return;
             finished = true;
             if (reason == null) {
@@ -132,14 +151,26 @@ final class Session {
                 holdsUpstreamSlot = false;
                 session.usage.closed();
             }
-            EgressContext c = session.context;
+            Owner c = session.context;
             session.shared.audit().record(new AuditRecord("decision", Instant.now(), c.workspaceId(), c.runId(), session.id, kind,
                     method, host, port, address, allowed ? "allow" : "deny", reason, bytesUp, bytesDown,
                     (System.nanoTime() - startNanos) / 1_000_000, closeReason));
         }
 
-        boolean finished() {
+        public boolean finished() {
             return finished;
         }
+
+        public String host() { return host; }
+        public int port() { return port; }
+        /** The address dialed (or refused), or null before the gatekeeper answered. */
+        public String address() { return address; }
+        public void address(String a) { this.address = a; }
+        /** The decision's reason, or null before the decision. */
+        public String reason() { return reason; }
+        public void addUp(long n) { bytesUp += n; }
+        public void addDown(long n) { bytesDown += n; }
+        /** The exchange took one of its workspace's upstream slots; {@link #finish} gives it back. */
+        public void holdUpstreamSlot() { holdsUpstreamSlot = true; }
     }
 }

@@ -1,8 +1,10 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
 import dev.berth.proxy.http.Responses;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -19,17 +21,19 @@ import io.netty.util.ReferenceCountUtil;
  * the decrypted requests: CONNECT is refused there, everything else goes to an HttpForwarder in
  * HTTPS mode.
  */
-final class FrontendHandler extends ChannelInboundHandlerAdapter {
+public final class FrontendHandler extends ChannelInboundHandlerAdapter {
+    private final Forwarding services;
     private final Session session;
     private final RequestDecoder decoder;
     private final Interception interception;
     private HttpForwarder http;
 
-    FrontendHandler(Session session, RequestDecoder decoder) {
-        this(session, decoder, null);
+    public FrontendHandler(Forwarding services, Session session, RequestDecoder decoder) {
+        this(services, session, decoder, null);
     }
 
-    FrontendHandler(Session session, RequestDecoder decoder, Interception interception) {
+    FrontendHandler(Forwarding services, Session session, RequestDecoder decoder, Interception interception) {
+        this.services = services;
         this.session = session;
         this.decoder = decoder;
         this.interception = interception;
@@ -37,13 +41,13 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-        session.client = ctx.channel();
+        session.client(ctx.channel());
         ctx.fireChannelActive();
     }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        session.client = ctx.channel();
+        session.client(ctx.channel());
     }
 
     @Override
@@ -59,10 +63,10 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
                     return;
                 }
                 if (http != null) http.releaseUpstream(); // this handler leaves the pipeline
-                new TunnelStarter(session, ctx, decoder).start(head);
+                new TunnelStarter(services, session, ctx, decoder).start(head);
             }
             case RequestHead head -> {
-                if (http == null) http = new HttpForwarder(session, ctx, decoder, interception);
+                if (http == null) http = new HttpForwarder(services, session, ctx, decoder, interception);
                 http.onHead(head);
             }
             case RequestHead.Body body -> {

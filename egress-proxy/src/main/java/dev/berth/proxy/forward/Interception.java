@@ -1,6 +1,8 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
 import dev.berth.proxy.tls.ClientHelloParser;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -95,8 +97,8 @@ final class Interception {
             }
             done = true;
             timer.cancel(false);
-            in.connect.decide(true, in.connect.address, in.allowReason + "; " + note);
-            SslHandler ssl = session.shared.ca().serverContext(in.host).newHandler(ctx.alloc());
+            in.connect.decide(true, in.connect.address(), in.allowReason + "; " + note);
+            SslHandler ssl = session.shared().ca().serverContext(in.host).newHandler(ctx.alloc());
             ssl.setHandshakeTimeoutMillis(session.config().headerTimeout().toMillis());
             // Removing this decoder hands the buffered ClientHello to the SslHandler.
             ctx.pipeline().replace(this, "tls", ssl);
@@ -105,7 +107,7 @@ final class Interception {
         private void deny(ChannelHandlerContext ctx, String reason) {
             if (done) return;
             done = true;
-            in.connect.decide(false, in.connect.address, reason);
+            in.connect.decide(false, in.connect.address(), reason);
             in.connect.finish("denied");
             Downstream.abort(ctx.channel(), reason);
         }

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.session;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
@@ -11,7 +11,7 @@ import java.util.function.LongSupplier;
  * {@link #quotaRefusal} refuses every new request and CONNECT until the window ends (the relays already running are
  * cut by {@link #addBytes}); the window starts with the first byte counted after the previous one ended.
  */
-final class WorkspaceUsage {
+public final class WorkspaceUsage {
     final AtomicInteger openUpstreams = new AtomicInteger();
     private final LongSupplier nanos;
     private long windowStart;   // guarded by this
@@ -25,7 +25,7 @@ final class WorkspaceUsage {
     }
 
     /** Reserve an upstream slot; false if the workspace is at its limit. */
-    boolean tryOpen(int max) {
+    public boolean tryOpen(int max) {
         while (true) {
             int n = openUpstreams.get();
             if (n >= max) return false;
@@ -33,7 +33,7 @@ final class WorkspaceUsage {
         }
     }
 
-    void closed() {
+    public void closed() {
         openUpstreams.decrementAndGet();
     }
 
@@ -47,14 +47,14 @@ final class WorkspaceUsage {
     }
 
     /** Adds transferred bytes; returns false once the window's byte quota is exceeded. */
-    synchronized boolean addBytes(long n, ProxyConfig c) {
+    public synchronized boolean addBytes(long n, Settings c) {
         roll(c.quotaWindow().toNanos());
         bytes += n;
         return bytes <= c.maxBytesPerWorkspace();
     }
 
     /** Null while the workspace may still send; otherwise why not and until when. */
-    synchronized String quotaRefusal(String workspaceId, ProxyConfig c) {
+    public synchronized String quotaRefusal(String workspaceId, Settings c) {
         long window = c.quotaWindow().toNanos();
         roll(window);
         if (bytes < c.maxBytesPerWorkspace()) return null;
@@ -65,7 +65,7 @@ final class WorkspaceUsage {
     }
 
     /** Takes one connection-setup token; null if there was one, otherwise the refusal. */
-    synchronized String tryConnect(String workspaceId, ProxyConfig c) {
+    public synchronized String tryConnect(String workspaceId, Settings c) {
         int rate = c.maxConnectsPerSecond();
         long now = nanos.getAsLong();
         if (tokens < 0) {

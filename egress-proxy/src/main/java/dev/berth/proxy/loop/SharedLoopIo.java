@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.loop;
 
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandler;

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.session;
 
 import dev.berth.proxy.net.AddressClassifier;
 import dev.berth.proxy.net.HostNames;
@@ -23,25 +23,25 @@ import java.util.concurrent.TimeoutException;
  *       resolves again, so a second DNS answer cannot change where the bytes go.</li>
  * </ol>
  */
-final class Gatekeeper {
+public final class Gatekeeper {
     /** Outcome: allowed with the address to dial, or denied with a reason. */
-    record Vetted(boolean allowed, String host, int port, InetAddress address, String reason) {
-        String addressText() {
+    public record Vetted(boolean allowed, String host, int port, InetAddress address, String reason) {
+        public String addressText() {
             return address == null ? null : HostNames.canonicalIp(address);
         }
     }
 
-    private final ProxyConfig config;
+    private final Settings config;
     private final Resolver resolver;
     private final ExecutorService resolverThreads;
-    private final Approvals approvals;
+    private final ApprovalGate approvals;
 
-    Gatekeeper(ProxyConfig config, Resolver resolver, ExecutorService resolverThreads) {
+    public Gatekeeper(Settings config, Resolver resolver, ExecutorService resolverThreads) {
         this(config, resolver, resolverThreads, null);
     }
 
     /** @param approvals live human-approved grants consulted when the policy refuses (null: none) */
-    Gatekeeper(ProxyConfig config, Resolver resolver, ExecutorService resolverThreads, Approvals approvals) {
+    public Gatekeeper(Settings config, Resolver resolver, ExecutorService resolverThreads, ApprovalGate approvals) {
         this.config = config;
         this.resolver = resolver;
         this.resolverThreads = resolverThreads;
@@ -53,17 +53,17 @@ final class Gatekeeper {
      * workspace for exactly this host and port (then the session is registered with the grant, which closes it when
      * the grant expires). Hard rules (resolution, address classification) apply either way.
      */
-    CompletableFuture<Vetted> decide(Session session, String rawHost, int port) {
-        return decide(session.effective, rawHost, port, session);
+    public CompletableFuture<Vetted> decide(Session session, String rawHost, int port) {
+        return decide(session.effective(), rawHost, port, session);
     }
 
     /** Effective policy for a context: never wider than the operator ceiling. */
-    Policy effective(EgressContext ctx) {
+    public Policy effective(Owner ctx) {
         return config.ceiling().narrow(ctx.policy());
     }
 
     /** Completes (possibly on a resolver thread) with the verdict; never completes exceptionally. */
-    CompletableFuture<Vetted> decide(Policy effective, String rawHost, int port) {
+    public CompletableFuture<Vetted> decide(Policy effective, String rawHost, int port) {
         return decide(effective, rawHost, port, null);
     }
 
@@ -77,12 +77,10 @@ final class Gatekeeper {
         String canonical = host.canonical();
         Policy.Verdict verdict = effective.check(host, port);
         if (!verdict.allowed() && approvals != null && session != null) {
-            Approvals.Grant g = approvals.active(session.context.workspaceId(), canonical, port);
-            if (g != null) {
-                approvals.opened(g, session);
-                verdict = new Policy.Verdict(true, "host '" + canonical + "' port " + port + " allowed by approval grant " + g.id()
-                        + " (a human approved it for workspace " + g.workspaceId() + " until " + g.expiresAt() + ")");
-            } else if (approvals.settings().enabled() && approvals.check(canonical, port).approvable()) {
+            String granted = approvals.allowedBy(session, canonical, port);
+            if (granted != null) {
+                verdict = new Policy.Verdict(true, granted);
+            } else if (approvals.approvable(canonical, port)) {
                 verdict = new Policy.Verdict(false, verdict.reason() + "; " + canonical + ":" + port
                         + " is approvable: a human can grant it to this workspace for a while");
             }

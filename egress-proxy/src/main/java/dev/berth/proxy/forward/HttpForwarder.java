@@ -1,6 +1,7 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.audit.AuditRecord;
+import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.http.ContentCodings;
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
@@ -9,6 +10,10 @@ import dev.berth.proxy.net.Targets;
 import dev.berth.proxy.policy.MetadataFilter;
 import dev.berth.proxy.policy.RegistryPaths;
 import dev.berth.proxy.policy.RegistryRule;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Owner;
+import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;
@@ -39,6 +44,7 @@ import java.util.Set;
  * is written only after its handshake succeeded.
  */
 final class HttpForwarder {
+    private final Forwarding services;
     final Session session;
     private final ChannelHandlerContext ctx;
     private final RequestDecoder decoder;
@@ -58,7 +64,8 @@ final class HttpForwarder {
     /** HTTPS mode: the decision waiting for the upstream TLS handshake. */
     private Gatekeeper.Vetted awaitingHandshake;
 
-    HttpForwarder(Session session, ChannelHandlerContext ctx, RequestDecoder decoder, Interception interception) {
+    HttpForwarder(Forwarding services, Session session, ChannelHandlerContext ctx, RequestDecoder decoder, Interception interception) {
+        this.services = services;
         this.session = session;
         this.ctx = ctx;
         this.decoder = decoder;
@@ -100,7 +107,7 @@ final class HttpForwarder {
         originForm = target.originForm();
         ex = session.exchange(kind(), h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
         Session.Exchange mine = ex;
-        session.shared.gatekeeper().decide(session, target.host(), target.port())
+        session.shared().gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
     }
 
@@ -117,10 +124,10 @@ final class HttpForwarder {
 
     private void write(RequestHead.Body b) {
         int n = b.content().readableBytes();
-        ex.bytesUp += n;
-        if (!session.usage.addBytes(n, session.config())) {
+        ex.addUp(n);
+        if (!session.usage().addBytes(n, session.config())) {
             b.content().release();
-            abort("workspace '" + session.context.workspaceId() + "' exceeded its byte quota of "
+            abort("workspace '" + session.context().workspaceId() + "' exceeded its byte quota of "
                     + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
             return;
         }
@@ -133,7 +140,7 @@ final class HttpForwarder {
 
     private void deny(int status, String reason) {
         Channel client = ctx.channel();
-        ex.decide(false, ex.address, reason);
+        ex.decide(false, ex.address(), reason);
         ex.finish("denied");
         ex = null;
         releasePending();
@@ -160,35 +167,35 @@ final class HttpForwarder {
             return;
         }
         if (!v.allowed()) {
-            ex.address = v.addressText();
+            ex.address(v.addressText());
             deny(403, v.reason());
             return;
         }
-        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
+        String limited = session.usage().quotaRefusal(session.context().workspaceId(), session.config());
         if (limited != null) {
-            ex.address = v.addressText();
+            ex.address(v.addressText());
             deny(429, limited);
             return;
         }
         RegistryRule rule = session.config().registryRule(v.host());
         String ruled = rule == null ? null : rule.refusal(v.host(), head.method, originForm);
         if (ruled != null) {
-            ex.address = v.addressText();
+            ex.address(v.addressText());
             deny(403, ruled);
             return;
         }
         filtering = null;
-        RegistryPaths.Request rq = rule == null || !session.shared.supply().active(rule) ? null
+        RegistryPaths.Request rq = rule == null || !services.supply().active(rule) ? null
                 : RegistryPaths.classify(rule.kind(), head.method.toUpperCase(Locale.ROOT), originForm);
         if (rq != null && rq.type() == RegistryPaths.Type.METADATA && rq.flavor().endsWith("#checksum")) {
-            ex.address = v.addressText();
+            ex.address(v.addressText());
             deny(404, "the checksum of " + rq.pkg() + "'s maven-metadata.xml is not served: the proxy filters that file (release age, "
                     + "advisories), so the registry's checksum would not match it");
             return;
         }
         if (rq != null && rq.type() == RegistryPaths.Type.VERSION) {
-            ex.address = v.addressText();
-            session.shared.supply().checkVersion(session, v, tls, rule, rq).whenComplete((why, err) -> ctx.executor().execute(() -> {
+            ex.address(v.addressText());
+            services.supply().checkVersion(session, v, tls, rule, rq).whenComplete((why, err) -> ctx.executor().execute(() -> {
                 if (ex != mine) return;
                 if (!client.isActive()) {
                     ex.decide(v.allowed(), v.addressText(), v.reason());
@@ -216,8 +223,8 @@ final class HttpForwarder {
     private void proceed(Session.Exchange mine, Gatekeeper.Vetted v) {
         Channel client = ctx.channel();
         String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
-        ex.address = v.addressText();
-        rewrite = session.shared.credentials().rewrite(session.context, v.host(), tls, originForm, ForwardedRequest.forwardedHeaders(head));
+        ex.address(v.addressText());
+        rewrite = services.credentials().rewrite(session.context(), v.host(), tls, originForm, ForwardedRequest.forwardedHeaders(head));
         if (rewrite.refusal() != null) {
             String why = rewrite.refusal();
             rewrite = CredentialRegistry.Rewrite.NONE;
@@ -231,14 +238,14 @@ final class HttpForwarder {
             return;
         }
         if (upstream != null) upstream.close();
-        String tooFast = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        String tooFast = session.usage().tryConnect(session.context().workspaceId(), session.config());
         if (tooFast != null) {
             deny(429, tooFast);
             return;
         }
         int max = session.config().maxTunnelsPerWorkspace();
-        if (!session.usage.tryOpen(max)) {
-            deny(429, "workspace '" + session.context.workspaceId() + "' already has " + max
+        if (!session.usage().tryOpen(max)) {
+            deny(429, "workspace '" + session.context().workspaceId() + "' already has " + max
                     + " open upstream connections (maxTunnelsPerWorkspace)");
             return;
         }
@@ -251,7 +258,7 @@ final class HttpForwarder {
             protected void initChannel(Channel ch) {
                 if (tls) {
                     // SNI = host, hostname verification on, JDK trust store + upstreamTrustFiles.
-                    ch.pipeline().addLast("tls", session.shared.upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
+                    ch.pipeline().addLast("tls", session.shared().upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
                 }
                 ch.pipeline().addLast("decoder", handler.decoder());
                 ch.pipeline().addLast("handler", handler);
@@ -260,7 +267,7 @@ final class HttpForwarder {
         upstream = cf.channel();
         upstreamKey = key;
         upstreamHandler = handler;
-        cf.channel().closeFuture().addListener(f -> session.usage.closed());
+        cf.channel().closeFuture().addListener(f -> session.usage().closed());
         cf.addListener((ChannelFutureListener) f -> ctx.executor().execute(() -> {
             if (ex != mine) return;
             if (!f.isSuccess()) {
@@ -280,7 +287,7 @@ final class HttpForwarder {
     void upstreamHandshake(Channel ch, Throwable failure) {
         if (ch != upstream || ex == null || forwarding) return;
         if (failure != null) {
-            String host = awaitingHandshake != null ? awaitingHandshake.host() : ex.host;
+            String host = awaitingHandshake != null ? awaitingHandshake.host() : ex.host();
             awaitingHandshake = null;
             Throwable c = failure instanceof io.netty.handler.codec.DecoderException && failure.getCause() != null ? failure.getCause() : failure;
             failBeforeResponse(502, "upstream TLS verification failed for host " + host + ": " + c.getMessage());
@@ -320,7 +327,7 @@ final class HttpForwarder {
         if (filtering != null && filtering.rule().kind() == RegistryRule.Kind.NPM) sb.append("Accept: application/json\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
-        session.usage.addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
+        session.usage().addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
         upstreamHandler.expect(head.method.equals("HEAD"));
         upstream.write(buf, upstream.voidPromise());
         forwarding = true;
@@ -333,7 +340,7 @@ final class HttpForwarder {
 
     /** Replaces configured secret values in response header values (an echoing server must not hand them back). */
     void redact(io.netty.handler.codec.http.HttpHeaders h) {
-        CredentialRegistry reg = session.shared.credentials();
+        CredentialRegistry reg = services.credentials();
         if (reg.isEmpty() || h.isEmpty()) return;
         for (String name : new java.util.ArrayList<>(h.names())) {
             List<String> values = h.getAll(name);
@@ -365,7 +372,7 @@ final class HttpForwarder {
                     + e.getMessage());
             return;
         }
-        session.shared.supply().filter(session, f.vetted(), tls, f.rule(), f.request(), r.headers().get("Content-Type"), decoded)
+        services.supply().filter(session, f.vetted(), tls, f.rule(), f.request(), r.headers().get("Content-Type"), decoded)
                 .whenComplete((res, err) -> ctx.executor().execute(() -> {
                     if (ex != mine) return;
                     if (err != null) {
@@ -381,7 +388,7 @@ final class HttpForwarder {
                     h.remove("Content-MD5");
                     if (!res.hidden().isEmpty()) h.remove("ETag"); // another body than the one the tag names
                     h.set("Content-Length", res.body().length);
-                    ex.bytesDown += res.body().length;
+                    ex.addDown(res.body().length);
                     Channel client = ctx.channel();
                     client.write(r, client.voidPromise());
                     client.write(new io.netty.handler.codec.http.DefaultLastHttpContent(io.netty.buffer.Unpooled.wrappedBuffer(res.body())),
@@ -405,10 +412,10 @@ final class HttpForwarder {
             why.append(h.reason());
         }
         String reason = why.toString();
-        EgressContext c = session.context;
-        session.decided("filter", ex.host, ex.port, ex.address, true, reason);
-        session.shared.audit().record(new AuditRecord("decision", java.time.Instant.now(), c.workspaceId(), c.runId(), session.id, "filter",
-                head.method, ex.host, ex.port, ex.address, "allow", reason, 0, 0, 0, "metadata filtered"));
+        Owner c = session.context();
+        session.decided("filter", ex.host(), ex.port(), ex.address(), true, reason);
+        session.shared().audit().record(new AuditRecord("decision", java.time.Instant.now(), c.workspaceId(), c.runId(), session.id(), "filter",
+                head.method, ex.host(), ex.port(), ex.address(), "allow", reason, 0, 0, 0, "metadata filtered"));
     }
 
     /** Upstream failed before any response byte reached the client: answer with status. */
@@ -466,7 +473,7 @@ final class HttpForwarder {
 
     void clientClosed() {
         if (ex != null) {
-            ex.finish(session.clientAbortReason != null ? session.clientAbortReason : "client closed");
+            ex.finish(session.clientAbortReason() != null ? session.clientAbortReason() : "client closed");
             ex = null;
         }
         releasePending();

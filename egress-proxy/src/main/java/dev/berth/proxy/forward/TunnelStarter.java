@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
@@ -7,6 +7,10 @@ import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.net.Targets;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Settings;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
@@ -24,13 +28,15 @@ import java.util.List;
  * HTTP parsing to {@link Relay} (which still gates on the TLS ClientHello for port 443).
  */
 final class TunnelStarter {
+    private final Forwarding services;
     private final Session session;
     private final ChannelHandlerContext ctx;
     private final RequestDecoder decoder;
     private Session.Exchange ex;
     private long headBytes;
 
-    TunnelStarter(Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
+    TunnelStarter(Forwarding services, Session session, ChannelHandlerContext ctx, RequestDecoder decoder) {
+        this.services = services;
         this.session = session;
         this.ctx = ctx;
         this.decoder = decoder;
@@ -58,7 +64,7 @@ final class TunnelStarter {
         headBytes = head.wireBytes();
         String shownHost = canonicalOrRaw(target.host());
         ex = session.exchange("connect", "CONNECT", shownHost, target.port());
-        session.shared.gatekeeper().decide(session, target.host(), target.port())
+        session.shared().gatekeeper().decide(session, target.host(), target.port())
                 .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(v)));
     }
 
@@ -91,15 +97,15 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
-        String limited = session.usage.quotaRefusal(session.context.workspaceId(), session.config());
-        if (limited == null) limited = session.usage.tryConnect(session.context.workspaceId(), session.config());
+        String limited = session.usage().quotaRefusal(session.context().workspaceId(), session.config());
+        if (limited == null) limited = session.usage().tryConnect(session.context().workspaceId(), session.config());
         if (limited != null) {
             refuse(ex, 429, limited);
             return;
         }
-        session.usage.addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
+        session.usage().addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
         if (session.config().tlsPorts().contains(v.port())) {
-            List<SecretBinding> bound = session.shared.credentials().bindingsFor(session.context, v.host());
+            List<SecretBinding> bound = services.credentials().bindingsFor(session.context(), v.host());
             RegistryRule rule = session.config().registryRule(v.host());
             if (!bound.isEmpty() || rule != null) {
                 intercept(v, bound, rule);
@@ -107,15 +113,15 @@ final class TunnelStarter {
             }
         }
         int max = session.config().maxTunnelsPerWorkspace();
-        if (!session.usage.tryOpen(max)) {
-            refuse(ex, 429, "workspace '" + session.context.workspaceId() + "' already has " + max
+        if (!session.usage().tryOpen(max)) {
+            refuse(ex, 429, "workspace '" + session.context().workspaceId() + "' already has " + max
                     + " open upstream connections (maxTunnelsPerWorkspace)");
             return;
         }
-        ex.holdsUpstreamSlot = true;
+        ex.holdUpstreamSlot();
         boolean tls = session.config().tlsPorts().contains(v.port());
         if (!tls) ex.decide(true, v.addressText(), v.reason());
-        ex.address = v.addressText();
+        ex.address(v.addressText());
         // Dial exactly the vetted InetAddress: no hostname reaches the socket layer, so DNS
         // cannot be consulted again between the check and the connect.
         ChannelFuture cf = session.upstream(new ChannelInitializer<>() {
@@ -140,7 +146,7 @@ final class TunnelStarter {
      */
     private void intercept(Gatekeeper.Vetted v, List<SecretBinding> bound, RegistryRule rule) {
         Channel client = ctx.channel();
-        ex.address = v.addressText();
+        ex.address(v.addressText());
         String why = v.reason();
         if (!bound.isEmpty()) {
             why += "; TLS intercepted for credential injection (binding" + (bound.size() > 1 ? "s " : " ")
@@ -150,15 +156,15 @@ final class TunnelStarter {
         Interception in = new Interception(v.host(), v.port(), ex, why);
         client.closeFuture().addListener(f -> {
             if (!ex.finished()) {
-                if (ex.reason == null) ex.decide(false, ex.address, "client closed before sending a complete TLS ClientHello");
-                ex.finish(session.clientAbortReason != null ? session.clientAbortReason : in.closeReason != null ? in.closeReason : "complete");
+                if (ex.reason() == null) ex.decide(false, ex.address(), "client closed before sending a complete TLS ClientHello");
+                ex.finish(session.clientAbortReason() != null ? session.clientAbortReason() : in.closeReason != null ? in.closeReason : "complete");
             }
         });
         client.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, new HttpResponseStatus(200, "Connection established")))
                 .addListener((ChannelFutureListener) f -> {
                     if (!f.isSuccess()) return;
                     var p = client.pipeline();
-                    ProxyConfig c = session.config();
+                    Settings c = session.config();
                     RequestDecoder inner = new RequestDecoder(c.maxHeaderBytes(), c.maxHeaderCount(), c.headerTimeout().toMillis());
                     p.addAfter("decoder", "tls-gate", new Interception.Gate(session, in));
                     p.addAfter("tls-gate", "https-decoder", inner);
@@ -166,7 +172,7 @@ final class TunnelStarter {
                         // Attach mode: control signals must bypass the SslHandler (it only takes bytes).
                         p.addAfter("https-decoder", "signals", new Downstream.SignalBypass());
                     }
-                    p.replace(ctx.handler(), "frontend", new FrontendHandler(session, inner, in));
+                    p.replace(ctx.handler(), "frontend", new FrontendHandler(services, session, inner, in));
                     // Removing the CONNECT decoder forwards bytes it already buffered (an eager
                     // ClientHello) to the gate, in order.
                     p.remove(decoder);

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -77,7 +77,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
             }
             long head = r.status().toString().length() + 11L;
             for (var e : r.headers()) head += e.getKey().length() + e.getValue().length() + 4L;
-            fwd.session.usage.addBytes(head, fwd.session.config()); // response heads count too
+            fwd.session.usage().addBytes(head, fwd.session.config()); // response heads count too
             informational = code >= 100 && code < 200;
             if (!informational) {
                 started = true;
@@ -95,10 +95,10 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         }
         if (msg instanceof HttpContent c) {
             int n = c.content().readableBytes();
-            fwd.ex.bytesDown += n;
-            if (!fwd.session.usage.addBytes(n, fwd.session.config())) {
+            fwd.ex.addDown(n);
+            if (!fwd.session.usage().addBytes(n, fwd.session.config())) {
                 ReferenceCountUtil.release(msg);
-                fwd.abort("workspace '" + fwd.session.context.workspaceId() + "' exceeded its byte quota of "
+                fwd.abort("workspace '" + fwd.session.context().workspaceId() + "' exceeded its byte quota of "
                         + fwd.session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
                 return;
             }

@@ -1,6 +1,9 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.net.HostNames;
+import dev.berth.proxy.session.Downstream;
+import dev.berth.proxy.session.Session;
+import dev.berth.proxy.session.Shared;
 import dev.berth.proxy.tls.ClientHelloParser;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
@@ -97,10 +100,10 @@ final class Relay extends ChannelInboundHandlerAdapter {
 
     private void forward(ByteBuf buf) {
         int n = buf.readableBytes();
-        if (fromClient) ex.bytesUp += n; else ex.bytesDown += n;
-        if (!session.usage.addBytes(n, session.config())) {
+        if (fromClient) ex.addUp(n); else ex.addDown(n);
+        if (!session.usage().addBytes(n, session.config())) {
             buf.release();
-            abortBoth("workspace '" + session.context.workspaceId() + "' exceeded its byte quota of "
+            abortBoth("workspace '" + session.context().workspaceId() + "' exceeded its byte quota of "
                     + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
             return;
         }
@@ -151,7 +154,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
 
     private void pass(String note) {
         sniHost = null;
-        ex.decide(true, ex.address, allowReason + "; " + note);
+        ex.decide(true, ex.address(), allowReason + "; " + note);
         ByteBuf pending = gateBuf;
         gateBuf = null;
         if (gateTimer != null) gateTimer.cancel(false);
@@ -164,7 +167,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
         if (ex.finished()) return;
         sniHost = null;
         releaseGate();
-        ex.decide(false, ex.address, reason);
+        ex.decide(false, ex.address(), reason);
         if (state.closeReason == null) state.closeReason = "denied";
         peer.close();
         Downstream.abort(ctx.channel(), reason);
@@ -250,7 +253,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (state.closeReason == null) {
-            state.closeReason = session.clientAbortReason != null ? session.clientAbortReason : fromClient ? "client closed" : "upstream closed";
+            state.closeReason = session.clientAbortReason() != null ? session.clientAbortReason() : fromClient ? "client closed" : "upstream closed";
         }
         if (peer.isActive()) {
             if (fromClient) {
@@ -260,7 +263,7 @@ final class Relay extends ChannelInboundHandlerAdapter {
             }
         }
         if (sniHost != null && !ex.finished()) {
-            ex.decide(false, ex.address, "client closed before sending a complete TLS ClientHello");
+            ex.decide(false, ex.address(), "client closed before sending a complete TLS ClientHello");
         }
         ex.finish(state.closeReason);
         ctx.fireChannelInactive();

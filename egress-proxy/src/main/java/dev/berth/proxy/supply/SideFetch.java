@@ -1,5 +1,7 @@
-package dev.berth.proxy;
+package dev.berth.proxy.supply;
 
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -48,7 +50,7 @@ final class SideFetch {
         var cf = session.upstream(new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
-                if (tls) ch.pipeline().addLast("tls", session.shared.upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
+                if (tls) ch.pipeline().addLast("tls", session.shared().upstreamTls().newHandler(ch.alloc(), v.host(), v.port()));
                 ch.pipeline().addLast(new ReadTimeoutHandler(session.config().connectTimeout().toMillis() * 3, TimeUnit.MILLISECONDS));
                 ch.pipeline().addLast(new HttpClientCodec());
                 ch.pipeline().addLast(new HttpContentDecompressor(0));

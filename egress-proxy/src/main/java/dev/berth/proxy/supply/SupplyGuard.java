@@ -1,11 +1,13 @@
-package dev.berth.proxy;
+package dev.berth.proxy.supply;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.MetadataFilter;
 import dev.berth.proxy.policy.RegistryPaths;
 import dev.berth.proxy.policy.RegistryRule;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Session;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -33,19 +35,19 @@ import java.util.function.Supplier;
  *
  * <p>Thread-safe: the cache is Caffeine's; futures complete on Netty threads, callers hop back to their loop.
  */
-final class SupplyGuard {
+public final class SupplyGuard {
     private final Advisories advisories;
     private final Supplier<Instant> now;
     private final Cache<String, Map<String, Instant>> times = Caffeine.newBuilder()
             .expireAfterWrite(Duration.ofMinutes(10)).maximumSize(10_000).build();
 
-    SupplyGuard(Advisories advisories, Supplier<Instant> now) {
+    public SupplyGuard(Advisories advisories, Supplier<Instant> now) {
         this.advisories = advisories;
         this.now = now;
     }
 
     /** Does this rule hide or refuse anything beyond writes? */
-    boolean active(RegistryRule rule) {
+    public boolean active(RegistryRule rule) {
         return rule.minReleaseAge() != null || advisories.size() > 0;
     }
 
@@ -77,7 +79,7 @@ final class SupplyGuard {
     }
 
     /** The check of one version's artifact, before it is requested: the refusal reason, or null. */
-    CompletableFuture<String> checkVersion(Session s, Gatekeeper.Vetted v, boolean tls, RegistryRule rule, RegistryPaths.Request rq) {
+    public CompletableFuture<String> checkVersion(Session s, Gatekeeper.Vetted v, boolean tls, RegistryRule rule, RegistryPaths.Request rq) {
         String adv = verdict(rule, rq.pkg(), rq.version(), Instant.EPOCH);
         if (adv != null || rule.minReleaseAge() == null || rule.exempt(rq.pkg())) return CompletableFuture.completedFuture(adv);
         Map<String, Instant> known = times.getIfPresent(cacheKey(rule, rq.pkg()));
@@ -151,7 +153,7 @@ final class SupplyGuard {
      * Filters one metadata response body (already decoded). Completes with the body to send and what was hidden; fails
      * (and the response is then refused) when the body cannot be parsed or publish times cannot be read.
      */
-    CompletableFuture<MetadataFilter.Result> filter(Session s, Gatekeeper.Vetted v, boolean tls, RegistryRule rule, RegistryPaths.Request rq,
+    public CompletableFuture<MetadataFilter.Result> filter(Session s, Gatekeeper.Vetted v, boolean tls, RegistryRule rule, RegistryPaths.Request rq,
                                                     String contentType, byte[] body) {
         String pkg = rq.pkg();
         MetadataFilter.Verdict verdict = (ver, t) -> verdict(rule, pkg, ver, t);

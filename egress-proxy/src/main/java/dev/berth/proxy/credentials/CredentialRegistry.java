@@ -1,9 +1,15 @@
-package dev.berth.proxy;
+package dev.berth.proxy.credentials;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import com.github.benmanes.caffeine.cache.Scheduler;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.SecretBinding;
+import dev.berth.proxy.session.Owner;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
@@ -13,11 +19,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
-import com.github.benmanes.caffeine.cache.Scheduler;
-import java.time.Duration;
 import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -34,31 +35,31 @@ import java.util.regex.Pattern;
  * exists only in the rewritten header list handed to the upstream encoder; reasons name bindings
  * and hosts, never values.
  */
-final class CredentialRegistry {
-    static final Pattern PLACEHOLDER = Pattern.compile("berth-secret-[a-z0-9_]{1,32}-[0-9a-f]{32}");
-    static final String UNKNOWN = "credential placeholder is unknown or revoked: placeholders are valid only during the run they were minted for";
-    static final String OTHER_WORKSPACE = "credential placeholder was minted for another workspace";
+public final class CredentialRegistry {
+    public static final Pattern PLACEHOLDER = Pattern.compile("berth-secret-[a-z0-9_]{1,32}-[0-9a-f]{32}");
+    public static final String UNKNOWN = "credential placeholder is unknown or revoked: placeholders are valid only during the run they were minted for";
+    public static final String OTHER_WORKSPACE = "credential placeholder was minted for another workspace";
 
-    private record Live(CredentialGrant grant, SecretBinding binding) {}
+    private record Live(RunGrant grant, SecretBinding binding) {}
 
     /** Called with each grant when it is revoked or expires, and why: the proxy closes the connections opened under it. */
-    interface RevocationListener {
-        void revoked(CredentialGrant grant, String reason);
+    public interface RevocationListener {
+        void revoked(RunGrant grant, String reason);
     }
 
     /** One binding injected into one request. */
-    record Injection(CredentialGrant grant, SecretBinding binding, String placeholder) {}
+    public record Injection(RunGrant grant, SecretBinding binding, String placeholder) {}
 
     /** A request head after substitution, or a refusal (then the other fields are null). */
-    record Rewrite(String target, List<String[]> headers, List<Injection> injected, List<String[]> encoded, String refusal) {
-        static final Rewrite NONE = new Rewrite(null, null, List.of(), List.of(), null);
+    public record Rewrite(String target, List<String[]> headers, List<Injection> injected, List<String[]> encoded, String refusal) {
+        public static final Rewrite NONE = new Rewrite(null, null, List.of(), List.of(), null);
 
         static Rewrite refused(String reason) {
             return new Rewrite(null, null, List.of(), List.of(), reason);
         }
 
         /** Suffix for the allow decision's reason, e.g. {@code "; injected credential 'github'"}. */
-        String reasonSuffix() {
+        public String reasonSuffix() {
             StringBuilder sb = new StringBuilder();
             Set<String> names = new LinkedHashSet<>();
             for (Injection i : injected) names.add(i.binding().name());
@@ -80,7 +81,7 @@ final class CredentialRegistry {
     private final Duration ttl;
     private volatile RevocationListener onRevoke = (g, why) -> {};
 
-    CredentialRegistry(Map<String, SecretBinding> bindings, Duration ttl, LongSupplier nanos) {
+    public CredentialRegistry(Map<String, SecretBinding> bindings, Duration ttl, LongSupplier nanos) {
         this.bindings = bindings;
         this.ttl = ttl;
         this.live = Caffeine.newBuilder()
@@ -96,24 +97,24 @@ final class CredentialRegistry {
                 .ticker(nanos::getAsLong).executor(Runnable::run).build();
     }
 
-    void onRevoke(RevocationListener l) {
+    public void onRevoke(RevocationListener l) {
         this.onRevoke = l;
     }
 
     /** Runs pending expirations now (tests with a fake clock; the scheduler does it otherwise). */
-    void cleanUp() {
+    public void cleanUp() {
         live.cleanUp();
     }
 
-    Duration ttl() {
+    public Duration ttl() {
         return ttl;
     }
 
-    boolean isEmpty() {
+    public boolean isEmpty() {
         return bindings.isEmpty();
     }
 
-    CredentialGrant mint(String workspaceId, String runId, Collection<String> names) {
+    public RunGrant mint(String workspaceId, String runId, Collection<String> names) {
         List<String> unknown = new ArrayList<>();
         Map<SecretBinding, String> minted = new LinkedHashMap<>();
         for (String n : names) {
@@ -129,19 +130,19 @@ final class CredentialRegistry {
         if (!unknown.isEmpty()) {
             throw new IllegalArgumentException("unknown secret binding(s) " + unknown + "; configured: " + bindings.keySet());
         }
-        CredentialGrant g = new CredentialGrant(this, workspaceId, runId, minted);
+        RunGrant g = new RunGrant(this, workspaceId, runId, minted);
         minted.forEach((b, ph) -> live.put(ph, new Live(g, b)));
         return g;
     }
 
-    void revoke(CredentialGrant g, Collection<String> placeholders, String reason) {
+    void revoke(RunGrant g, Collection<String> placeholders, String reason) {
         if (g.expired()) for (String p : placeholders) expiredReasons.put(p, reason);
         live.invalidateAll(placeholders);
         onRevoke.revoked(g, reason);
     }
 
     /** Bindings named by the context that may be sent to this host: the CONNECT is then intercepted. */
-    List<SecretBinding> bindingsFor(EgressContext ctx, String canonicalHost) {
+    public List<SecretBinding> bindingsFor(Owner ctx, String canonicalHost) {
         List<SecretBinding> out = new ArrayList<>();
         for (String n : ctx.secrets()) {
             SecretBinding b = bindings.get(n);
@@ -156,7 +157,7 @@ final class CredentialRegistry {
      * else (the request target, any other header) is refused, never swapped, because an origin that echoes the URL
      * or a header would hand the real value back to the workspace. {@code headers} is not modified.
      */
-    Rewrite rewrite(EgressContext ctx, String host, boolean https, String target, List<String[]> headers) {
+    public Rewrite rewrite(Owner ctx, String host, boolean https, String target, List<String[]> headers) {
         if (target.indexOf("berth-secret-") >= 0 && PLACEHOLDER.matcher(target).find()) {
             return Rewrite.refused(misplaced(target, "the request target"));
         }
@@ -189,7 +190,7 @@ final class CredentialRegistry {
                 : "credential '" + l.binding().name() + "' is substituted only in header(s) " + names);
     }
 
-    private String basic(String name, String v, EgressContext ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
+    private String basic(String name, String v, Owner ctx, String host, boolean https, List<Injection> injected, List<String[]> encoded,
                          String[] refusal) {
         String token = v.substring(6).strip();
         byte[] decoded;
@@ -210,7 +211,7 @@ final class CredentialRegistry {
     }
 
     /** Returns {@code s} itself when it holds no placeholder; sets refusal[0] on the first bad one. */
-    private String substitute(String header, String s, EgressContext ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
+    private String substitute(String header, String s, Owner ctx, String host, boolean https, List<Injection> injected, String[] refusal) {
         if (refusal[0] != null || s.indexOf("berth-secret-") < 0) return s;
         Matcher m = PLACEHOLDER.matcher(s);
         StringBuilder sb = null;
@@ -236,11 +237,11 @@ final class CredentialRegistry {
         return sb.append(s, last, s.length()).toString();
     }
 
-    static String expired(CredentialGrant g) {
+    static String expired(RunGrant g) {
         return "credential placeholder expired: grant of run '" + g.runId() + "' outlived the operator's placeholder lifetime (placeholderTtlMs)";
     }
 
-    private static String check(Live l, EgressContext ctx, String host, boolean https) {
+    private static String check(Live l, Owner ctx, String host, boolean https) {
         if (l == null) return UNKNOWN;
         if (l.grant().isClosed()) return l.grant().expired() ? expired(l.grant()) : UNKNOWN;
         if (!l.grant().workspaceId().equals(ctx.workspaceId())) return OTHER_WORKSPACE;
@@ -267,7 +268,7 @@ final class CredentialRegistry {
      * Replaces any configured secret value in a response header value: with the placeholder this
      * request used for it, or with a non-placeholder marker when the request did not carry it.
      */
-    String redact(String value, Rewrite rewrite) {
+    public String redact(String value, Rewrite rewrite) {
         if (value == null || value.isEmpty()) return value;
         String out = value;
         for (String[] e : rewrite.encoded()) {

@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.forward;
 
 import dev.berth.proxy.http.RequestHead;
 import dev.berth.proxy.net.HostNames;

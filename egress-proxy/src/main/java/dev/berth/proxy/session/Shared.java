@@ -1,4 +1,4 @@
-package dev.berth.proxy;
+package dev.berth.proxy.session;
 
 import dev.berth.proxy.audit.AuditSink;
 import dev.berth.proxy.tls.InterceptionCa;
@@ -9,12 +9,14 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 
-/** Proxy-wide singletons handed to every session. */
-final class Shared {
-    private final ProxyConfig config;
+/**
+ * Proxy-wide state handed to every session: settings, the gatekeeper, the audit sink, TLS material, per-workspace
+ * counters, the open channels, and the sessions of each run (so revoking a run's grant can close them). Thread-safe.
+ */
+public final class Shared {
+    private final Settings config;
     private final Gatekeeper gatekeeper;
     private final AuditSink audit;
-    private final CredentialRegistry credentials;
     private final InterceptionCa ca;
     /** TLS client context for upstreams of intercepted connections; null when no secret is configured. */
     private final io.netty.handler.ssl.SslContext upstreamTls;
@@ -23,42 +25,35 @@ final class Shared {
     private final io.netty.channel.group.ChannelGroup channels =
             new io.netty.channel.group.DefaultChannelGroup("egress", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
 
-    void track(Channel ch) {
+    public void track(Channel ch) {
         channels.add(ch);
     }
 
-    void closeAll() {
+    public void closeAll() {
         channels.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     /** Monotonic nanoseconds for quota windows and connection rates (a fake one in tests). */
     final java.util.function.LongSupplier nanos;
 
-    Shared(ProxyConfig config, Gatekeeper gatekeeper, AuditSink audit, CredentialRegistry credentials,
-           InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
+    public Shared(Settings config, Gatekeeper gatekeeper, AuditSink audit, InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
         this.nanos = nanos;
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
-        this.credentials = credentials;
         this.ca = ca;
         this.upstreamTls = upstreamTls;
-        this.supply = new SupplyGuard(config.advisories(), java.time.Instant::now);
     }
 
-    private final SupplyGuard supply;
+    public Settings config() { return config; }
+    public Gatekeeper gatekeeper() { return gatekeeper; }
+    public AuditSink audit() { return audit; }
+    public InterceptionCa ca() { return ca; }
+    /** TLS client context for upstreams of intercepted connections; null when nothing is intercepted. */
+    public io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
 
-    /** Release-age and advisory checks of the registry rules (shared cache of publish times). */
-    SupplyGuard supply() { return supply; }
-
-    ProxyConfig config() { return config; }
-    Gatekeeper gatekeeper() { return gatekeeper; }
-    AuditSink audit() { return audit; }
-    CredentialRegistry credentials() { return credentials; }
-    InterceptionCa ca() { return ca; }
-    io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
-
-    WorkspaceUsage usage(String workspaceId) {
+    /** The counters of a workspace, created on first use. */
+    public WorkspaceUsage usage(String workspaceId) {
         return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage(nanos));
     }
 
@@ -69,25 +64,27 @@ final class Shared {
         return workspaceId + "\n" + runId;
     }
 
-    void register(Session s) {
-        String run = s.context.runId();
+    /** Tracks a session under its run (if any) until its client channel closes. */
+    public void register(Session s) {
+        String run = s.context().runId();
         if (run == null) return;
-        String key = runKey(s.context.workspaceId(), run);
+        String key = runKey(s.context().workspaceId(), run);
         byRun.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(s);
-        s.client.closeFuture().addListener(f -> byRun.computeIfPresent(key, (k, set) -> {
+        s.client().closeFuture().addListener(f -> byRun.computeIfPresent(key, (k, set) -> {
             set.remove(s);
             return set.isEmpty() ? null : set;
         }));
     }
 
     /** A grant was revoked or expired: close the connections of its run and those that carried its placeholders. */
-    void revoked(CredentialGrant g, String reason) {
-        java.util.Set<Session> mine = byRun.get(runKey(g.workspaceId(), g.runId()));
+    public void revoked(String workspaceId, String runId, java.util.Collection<Session> carriers, String reason) {
+        java.util.Set<Session> mine = byRun.get(runKey(workspaceId, runId));
         if (mine != null) for (Session s : mine) s.revoke(reason);
-        for (Session s : g.sessions()) s.revoke(reason);
+        for (Session s : carriers) s.revoke(reason);
     }
 
-    void forget(String workspaceId) {
+    /** Drops a closed workspace's counters. */
+    public void forget(String workspaceId) {
         usage.remove(workspaceId);
     }
 
@@ -104,10 +101,10 @@ final class Shared {
 
     /**
      * The client's own loop: an accepted socket's, or an attach LocalChannel's, which is a socket loop as well
-     * ({@link SharedLoopIo}). So a session's handlers on both channels run on one thread, with no locks and no
+     * (the proxy's loops serve both kinds of channel). So a session's handlers on both channels run on one thread, with no locks and no
      * hand-off in the data path.
      */
-    EventLoop upstreamLoop(Channel client) {
+    public EventLoop upstreamLoop(Channel client) {
         return client.eventLoop();
     }
 
