@@ -338,7 +338,7 @@ public final class MicrovmBenchmark {
                 return SocketChannel.open(UnixDomainSocketAddress.of(sock));
             } catch (IOException e) {
                 if (System.nanoTime() > deadline) throw e;
-                QmpClient.sleep(2);
+                QmpClient.pollPause(2);
             }
         }
     }
@@ -418,7 +418,7 @@ public final class MicrovmBenchmark {
             String r = qmpCmd(qmp, "{\"execute\":\"query-migrate\"}");
             if (r.contains("\"completed\"")) return;
             if (r.contains("\"failed\"")) throw new IOException("migration failed: " + r);
-            QmpClient.sleep(sleep);
+            QmpClient.pollPause(sleep);
             sleep = Math.min(sleep * 2, 20);
         }
     }
