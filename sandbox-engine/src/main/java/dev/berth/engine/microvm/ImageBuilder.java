@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Builds and caches microVM guest images from Debian packages only.

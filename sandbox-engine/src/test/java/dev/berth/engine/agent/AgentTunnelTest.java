@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -249,12 +251,10 @@ class AgentTunnelTest {
                     // closed at the end of the test
                 }
             });
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (received.get() < Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
+            Await.within(Duration.ofSeconds(10), () -> received.get() >= Tunnel.WINDOW);
             assertEquals(Tunnel.WINDOW, received.get(), "the agent sends exactly its credit");
             tunnelRef.get().consumed(Tunnel.WINDOW / 2);
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (received.get() < Tunnel.WINDOW + Tunnel.WINDOW / 2 && System.nanoTime() < deadline) Thread.sleep(10);
+            Await.within(Duration.ofSeconds(10), () -> received.get() >= Tunnel.WINDOW + Tunnel.WINDOW / 2);
             assertEquals(Tunnel.WINDOW + Tunnel.WINDOW / 2, received.get(), "consumed credit lets exactly that much more through");
             s.close();
             writer.join();

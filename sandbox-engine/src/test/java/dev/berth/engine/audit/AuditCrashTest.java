@@ -32,7 +32,7 @@ class AuditCrashTest {
                 }
             });
         }
-        Thread.sleep(Long.MAX_VALUE); // killed by the test
+        Thread.sleep(Long.MAX_VALUE); // the writers go on until the test kills this process mid-write: nothing to await
     }
 
     @Test
