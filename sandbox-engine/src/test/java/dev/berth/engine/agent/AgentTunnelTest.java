@@ -188,8 +188,7 @@ class AgentTunnelTest {
         });
         try (Socket s = connect()) {
             s.getOutputStream().write('x'); // the tunnel opens on accept; the byte makes sure the host saw it
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (tunnelRef.get() == null && System.nanoTime() < deadline) Thread.onSpinWait();
+            Await.within(Duration.ofSeconds(10), () -> tunnelRef.get() != null);
             Tunnel t = tunnelRef.get();
             assertNotNull(t, "no tunnel opened");
             assertTrue(t.flowControlled(), "this agent and host both announce CAP_TUNNEL_WINDOW");
