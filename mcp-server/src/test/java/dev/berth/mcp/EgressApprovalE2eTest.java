@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpsServer;
+import dev.berth.engine.Await;
 import dev.berth.engine.TestPki;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -96,12 +98,8 @@ class EgressApprovalE2eTest {
         return Map.of("action", "accept", "content", Map.of("duration", duration));
     }
 
-    static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 120_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out waiting for: " + what);
-            Thread.sleep(200);
-        }
+    static void await(String what, BooleanSupplier condition) throws Exception {
+        Await.until(what, Duration.ofSeconds(120), condition::getAsBoolean);
     }
 
     String audit() {

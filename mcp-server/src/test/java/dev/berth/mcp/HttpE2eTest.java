@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -15,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -353,13 +355,10 @@ class HttpE2eTest {
     static String commandGone(McpBridge c, String workspace) throws Exception {
         String check = "test -e /workspace/started && echo started; test -e /workspace/finished && echo finished; "
                 + "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep -c 'sleep 30[0]' || true";
-        String out = "";
-        for (int i = 0; i < 50; i++) {
-            out = ok(c, "run", Map.of("workspace", workspace, "command", check)).path("stdout").asString().strip();
-            if (out.equals("started\n0")) break;
-            Thread.sleep(200);
-        }
-        return out;
+        String[] out = {""};
+        Await.within(Duration.ofSeconds(30), () -> (out[0] = ok(c, "run", Map.of("workspace", workspace, "command", check))
+                .path("stdout").asString().strip()).equals("started\n0"));
+        return out[0];
     }
 
     /** A config the server cannot use stops it before it listens, with the reason and exit code 2. */

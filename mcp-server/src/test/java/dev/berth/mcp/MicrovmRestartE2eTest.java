@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -79,9 +80,8 @@ class MicrovmRestartE2eTest {
                 }
             });
             Path journal = home.resolve("workspaces").resolve(id).resolve("runs.journal");
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             // the journal already names the background run: wait for the one in flight
-            while (!journalNames(journal, "sleep 120") && System.nanoTime() < deadline) Thread.onSpinWait();
+            Await.within(Duration.ofSeconds(60), () -> journalNames(journal, "sleep 120"));
             assertTrue(journalNames(journal, "sleep 120"), "the run never started");
             server.destroyForcibly();
             server.onExit().get(20, TimeUnit.SECONDS);

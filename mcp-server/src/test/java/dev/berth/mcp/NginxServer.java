@@ -1,5 +1,6 @@
 package dev.berth.mcp;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -7,6 +8,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -32,6 +34,16 @@ final class NginxServer implements AutoCloseable {
         this.fcgiwrap = fcgiwrap;
     }
 
+    /** Whether something accepts connections on loopback {@code port} (a server started in the background is up). */
+    static boolean listening(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 500);
+            return true;
+        } catch (IOException notYet) {
+            return false;
+        }
+    }
+
     static void requireInstalled() {
         if (!Files.isExecutable(NGINX) || !Files.isExecutable(FCGIWRAP)) {
             throw new IllegalStateException("nginx and fcgiwrap are needed (Debian packages nginx-light, fcgiwrap): run scripts/install-deps.sh");
@@ -50,11 +62,10 @@ final class NginxServer implements AutoCloseable {
         if (withFcgi) {
             fcgi = new ProcessBuilder(FCGIWRAP.toString(), "-c", "4", "-s", "unix:" + dir.resolve("fcgiwrap.sock"))
                     .redirectErrorStream(true).redirectOutput(dir.resolve("logs/fcgiwrap.log").toFile()).start();
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (!Files.exists(dir.resolve("fcgiwrap.sock"))) {
-                if (!fcgi.isAlive() || System.nanoTime() > deadline) throw new IOException("fcgiwrap did not create its socket: "
-                        + Files.readString(dir.resolve("logs/fcgiwrap.log")));
-                Thread.sleep(20);
+            Process f = fcgi;
+            Path sock = dir.resolve("fcgiwrap.sock");
+            if (!Await.within(Duration.ofSeconds(10), () -> Files.exists(sock) || !f.isAlive()) || !Files.exists(sock)) {
+                throw new IOException("fcgiwrap did not create its socket: " + Files.readString(dir.resolve("logs/fcgiwrap.log")));
             }
         }
         int port;
@@ -91,20 +102,11 @@ final class NginxServer implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of(NGINX.toString(), "-p", dir.toString(), "-c", confFile.toString(),
                 "-e", dir.resolve("logs/error.log").toString(), "-g", "daemon off;"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("logs/nginx.out").toFile()).start();
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (true) {
-            try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 500);
-                break;
-            } catch (IOException notYet) {
-                if (!p.isAlive() || System.nanoTime() > deadline) {
-                    p.destroyForcibly();
-                    if (fcgi != null) fcgi.destroyForcibly();
-                    throw new IOException("nginx did not start: " + Files.readString(dir.resolve("logs/nginx.out"))
-                            + (Files.exists(dir.resolve("logs/error.log")) ? Files.readString(dir.resolve("logs/error.log")) : ""));
-                }
-                Thread.sleep(20);
-            }
+        if (!Await.within(Duration.ofSeconds(20), () -> listening(port) || !p.isAlive()) || !p.isAlive()) {
+            p.destroyForcibly();
+            if (fcgi != null) fcgi.destroyForcibly();
+            throw new IOException("nginx did not start: " + Files.readString(dir.resolve("logs/nginx.out"))
+                    + (Files.exists(dir.resolve("logs/error.log")) ? Files.readString(dir.resolve("logs/error.log")) : ""));
         }
         return new NginxServer(dir, port, p, fcgi);
     }

@@ -1,14 +1,14 @@
 package dev.berth.mcp;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.HexFormat;
@@ -94,18 +94,9 @@ final class VerdaccioRegistry implements AutoCloseable {
                 .redirectOutput(dir.resolve("verdaccio.log").toFile());
         pb.environment().put("HOME", dir.toString());
         Process p = pb.start();
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        while (true) {
-            try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 500);
-                break;
-            } catch (IOException notYet) {
-                if (!p.isAlive() || System.nanoTime() > deadline) {
-                    p.destroyForcibly();
-                    throw new IOException("Verdaccio did not start: " + Files.readString(dir.resolve("verdaccio.log")));
-                }
-                Thread.sleep(50);
-            }
+        if (!Await.within(Duration.ofSeconds(60), () -> NginxServer.listening(port) || !p.isAlive()) || !p.isAlive()) {
+            p.destroyForcibly();
+            throw new IOException("Verdaccio did not start: " + Files.readString(dir.resolve("verdaccio.log")));
         }
         return new VerdaccioRegistry(dir, port, p);
     }

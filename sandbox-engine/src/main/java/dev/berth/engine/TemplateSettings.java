@@ -6,7 +6,7 @@ import dev.berth.engine.workspace.DriverSelector;
  * The operator's settings for templates: how many workspaces one {@code open_workspace {from_snapshot, count}} may
  * fork, and the warm pool. Immutable.
  *
- * @param forkLimit     most workspaces one call may open (1 or more; default {@value #DEFAULT_FORK_LIMIT})
+ * @param forkLimit     most workspaces one call may open (1 or more; default {@link #DEFAULT_FORK_LIMIT})
  * @param poolSize      fresh sandboxes kept started per available isolation level, with the default resources, for
  *                      fresh opens to claim ({@link dev.berth.engine.template.WarmPool}); 0 disables the pool (the library's default; the
  *                      server's is {@link #serverDefault})
@@ -18,7 +18,8 @@ import dev.berth.engine.workspace.DriverSelector;
  *                      cores to boot and about 1% of the host CPU while it waits) get members too
  */
 public record TemplateSettings(int forkLimit, int poolSize, long poolMemoryMiB, boolean poolEmulated) {
-    public static final int DEFAULT_FORK_LIMIT = 16;
+    /** Most forks one call may open when the operator sets none (catalogue: {@code open_workspace.count_default_max}). */
+    public static final int DEFAULT_FORK_LIMIT = dev.berth.schemas.Limits.intValue("open_workspace.count_default_max");
     public static final TemplateSettings DEFAULT = new TemplateSettings(DEFAULT_FORK_LIMIT, 0);
     /** The server's default pool: this many members per level... */
     public static final int SERVER_POOL_SIZE = 1;

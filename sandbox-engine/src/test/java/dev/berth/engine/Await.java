@@ -24,24 +24,20 @@ public final class Await {
 
     /**
      * Polls until {@code condition} holds or {@code bound} has passed; returns whether it held, so the caller can fail
-     * with its own account of what differs.
+     * with its own account of what differs. What the condition throws (a failed assertion included) goes to the caller.
      */
     public static boolean within(Duration bound, Condition condition) throws Exception {
-        try {
-            until("", bound, condition);
-            return true;
-        } catch (AssertionError e) {
-            return false;
-        }
-    }
-
-    public static void until(String what, Duration bound, Condition condition) throws Exception {
         long deadline = System.nanoTime() + bound.toNanos();
         long pause = 10;
         while (!condition.holds()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("timed out after " + bound.toSeconds() + " s waiting until " + what);
+            if (System.nanoTime() > deadline) return false;
             Thread.sleep(pause);
             pause = Math.min(pause * 2, 200);
         }
+        return true;
+    }
+
+    public static void until(String what, Duration bound, Condition condition) throws Exception {
+        if (!within(bound, condition)) throw new AssertionError("timed out after " + bound.toSeconds() + " s waiting until " + what);
     }
 }

@@ -16,9 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -36,8 +34,6 @@ final class EgressApprovalTool {
     private static final System.Logger LOG = System.getLogger("berth.mcp.approval");
     /** At most this many questions after one run (one per distinct host:port); the rest say to use request_egress. */
     static final int MAX_ASKS_PER_RUN = 3;
-    /** Questions wait on their own virtual thread, so that a timeout can interrupt the blocked SDK call. */
-    private static final ExecutorService ASKERS = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-elicit-", 0).factory());
 
     /** The result of request_egress. */
     record Result(@JsonProperty("workspace") String workspace, @JsonProperty("host") String host, @JsonProperty("port") int port,
@@ -155,7 +151,9 @@ final class EgressApprovalTool {
         duration.put("default", labels.getFirst());
         Map<String, Object> schema = Map.of("type", "object", "properties", Map.of("duration", duration), "required", List.of("duration"));
         engine.egressApprovals().requested(t, runId, "asked the user over MCP elicitation: " + context);
-        Future<ElicitResult> f = ASKERS.submit(() -> ex.createElicitation(McpSchema.ElicitFormRequest.builder(message, schema).build()));
+        // the question waits on its own virtual thread, so that a timeout can interrupt the blocked SDK call
+        FutureTask<ElicitResult> f = new FutureTask<>(() -> ex.createElicitation(McpSchema.ElicitFormRequest.builder(message, schema).build()));
+        Thread.ofVirtual().name("berth-elicit").start(f);
         ElicitResult answer;
         try {
             answer = f.get(s.askTimeout().toMillis(), TimeUnit.MILLISECONDS);

@@ -28,6 +28,8 @@ import java.util.function.Function;
  */
 public final class Tools {
     private static final System.Logger LOG = System.getLogger("berth.mcp");
+    /** Bytes per stream one read of a background process returns when it names no max_output_bytes. */
+    private static final int DEFAULT_PROCESS_READ = dev.berth.schemas.Limits.intValue("run.output_bytes_default");
 
     private final Engine engine;
     private final McpJsonMapper json;
@@ -154,7 +156,7 @@ public final class Tools {
             Integer max = a.integer("max_output_bytes");
             return Results.process(engine.process(tenants.apply(ex), a.requiredString("workspace"), process,
                     since == null ? null : since.longValue(), sinceErr == null ? null : sinceErr.longValue(),
-                    wait == null ? 0 : wait, a.string("signal"), max == null ? 65536 : max));
+                    wait == null ? 0 : wait, a.string("signal"), max == null ? DEFAULT_PROCESS_READ : max));
         }
         if (a.string("signal") != null || a.integer("wait_s") != null) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "signal and wait_s go with process (a background process id)");

@@ -24,7 +24,7 @@ class CancellationsTest {
         return CompletableFuture.supplyAsync(() -> c.run(key, () -> {
             started.countDown();
             try {
-                Thread.sleep(30_000);
+                Thread.sleep(30_000); // a call that works on until it is interrupted: what cancel must end
                 return "finished";
             } catch (InterruptedException e) {
                 return "interrupted";

@@ -42,6 +42,10 @@ public final class BtrfsPool {
     private static final Pattern NAME = Pattern.compile("l-[0-9a-f]{20}");
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final System.Logger LOG = System.getLogger(BtrfsPool.class.getName());
+    /**
+     * Process-wide on purpose: a pool's mount is the host's, so every user of one directory in this process must share
+     * one instance and its count of users, or one would unmount the pool under another.
+     */
     private static final Map<Path, BtrfsPool> POOLS = new ConcurrentHashMap<>();
 
     static {

@@ -116,6 +116,8 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits, 
             if (freezer.toString().contains("/freezer/")) {
                 Files.writeString(freezer.resolve("freezer.state"), frozen ? "FROZEN" : "THAWED");
                 if (frozen) {
+                    // a poll, bounded at about a second: the v1 freezer passes through FREEZING and says FROZEN only
+                    // when asked (it has no event file to wait on)
                     for (int i = 0; i < 200 && !Files.readString(freezer.resolve("freezer.state")).strip().equals("FROZEN"); i++) {
                         Thread.sleep(5);
                     }
@@ -166,6 +168,8 @@ public record CgroupLimits(List<Path> groups, Path freezer, List<Limit> limits, 
                     }
                     if (g.toString().contains("/freezer/")) thaw(g); // frozen processes cannot die
                     for (long pid : procs(g)) ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                    // a poll, bounded by the deadline: v1 hierarchies give no notice when a group empties (only v2 has
+                    // cgroup.events), killed processes leave within milliseconds, and the removal itself is the check
                     try {
                         Thread.sleep(5);
                     } catch (InterruptedException e) {

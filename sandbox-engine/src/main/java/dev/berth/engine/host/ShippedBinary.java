@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class ShippedBinary {
     private record Loaded(byte[] bytes, String hash) {}
 
+    /** Process-wide on purpose: a cache of what the jar holds, which is the same for every home and never changes. */
     private static final Map<String, Loaded> LOADED = new ConcurrentHashMap<>();
 
     private ShippedBinary() {}

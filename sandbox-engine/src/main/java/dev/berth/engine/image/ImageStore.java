@@ -1,17 +1,15 @@
 package dev.berth.engine.image;
 
 import dev.berth.engine.host.HostCommand;
+import dev.berth.engine.spi.FileMutex;
 import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.RootImage;
 import dev.berth.engine.spi.Trees;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -38,7 +36,7 @@ import tools.jackson.databind.json.JsonMapper;
  * </pre>
  *
  * <p>Thread-safe and safe between processes ({@code berth image import} next to a running server): every change of
- * the names or the store holds {@code .lock} (an OS file lock) and a JVM lock. An import is assembled in a hidden
+ * the names or the store holds {@code .lock} ({@link FileMutex}: an OS file lock and a lock for the threads of this process). An import is assembled in a hidden
  * directory and renamed into place, so a half-imported image is never seen; a failed import keeps nothing.
  * Whether an image is in use (by a workspace or a snapshot) is the caller's knowledge, passed to {@link #remove} and
  * {@link #gc}: the store does not read the engine's records.
@@ -429,41 +427,10 @@ public final class ImageStore {
 
     // ---------------------------------------------------------------- locking
 
-    private static final java.util.concurrent.locks.ReentrantLock JVM_LOCK = new java.util.concurrent.locks.ReentrantLock();
-    private static FileChannel lockChannel;
-    private static FileLock fileLock;
-
-    /** The JVM lock orders threads (reentrant: an import names its image under the lock it holds), the file lock processes. */
-    private AutoCloseable0 lock() throws IOException {
+    /** The mutex orders threads (reentrant: an import names its image under the lock it holds) and processes. */
+    private FileMutex.Held lock() throws IOException {
         Files.createDirectories(dir);
-        JVM_LOCK.lock();
-        try {
-            if (JVM_LOCK.getHoldCount() == 1) {
-                lockChannel = FileChannel.open(dir.resolve(".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-                fileLock = lockChannel.lock();
-            }
-        } catch (IOException | RuntimeException e) {
-            if (lockChannel != null && JVM_LOCK.getHoldCount() == 1) lockChannel.close();
-            JVM_LOCK.unlock();
-            throw e;
-        }
-        return () -> {
-            try {
-                if (JVM_LOCK.getHoldCount() == 1) {
-                    try {
-                        fileLock.release();
-                    } finally {
-                        lockChannel.close();
-                    }
-                }
-            } finally {
-                JVM_LOCK.unlock();
-            }
-        };
-    }
-
-    private interface AutoCloseable0 extends AutoCloseable {
-        @Override void close() throws IOException;
+        return FileMutex.of(dir.resolve(".lock")).lock();
     }
 
     private static void traverseOnly(Path p) throws IOException {

@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The work the microVM driver of one Berth home lets finish after a call has returned: parked machines' QEMU exits,
- * hole punching in parked RAM files, RAM files' write-back, and the threads the settings after HELLO go out on.
+ * hole punching in parked RAM files, RAM files' write-back, the park manifest's digests, and the threads the settings
+ * after HELLO go out on.
  * One instance per driver (the engine holds one driver per home); its sandboxes get it by constructor.
  *
  * <p>Implementation notes: entries are keyed by normalised absolute path, so a workspace's state directory (or RAM
@@ -36,12 +37,28 @@ final class BackgroundTasks {
     /** Virtual threads for the settings a start sends together after HELLO (they only wait on a socket). */
     final ExecutorService settings = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-vm-settings-", 0).factory());
 
+    /**
+     * Threads that digest pages for the park manifest (one per core, at least two: the common pool has a single worker
+     * on a 2-core host, and a park's fsync or a resume's QEMU start must not queue behind a digest).
+     */
+    final ExecutorService digest;
+    /**
+     * Virtual threads that only wait: on digests (never the digest pool itself, so a fixed pool cannot deadlock on its
+     * own joins), fsyncs, copies and the manifest's check beside a QEMU start.
+     */
+    final ExecutorService waits = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-digest-wait-", 0).factory());
+
     BackgroundTasks() {
-        // the one write-out thread ends when idle, so a driver that is dropped leaves no thread behind
-        ThreadPoolExecutor w = new ThreadPoolExecutor(1, 1, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-                Thread.ofPlatform().daemon().name("berth-ram-writeout").factory());
-        w.allowCoreThreadTimeOut(true);
-        this.writeOut = w;
+        // the pools' platform threads end when idle, so a driver that is dropped leaves no thread behind
+        this.writeOut = idleEnding(1, "berth-ram-writeout");
+        this.digest = idleEnding(Math.max(2, Runtime.getRuntime().availableProcessors()), "berth-digest-");
+    }
+
+    private static ExecutorService idleEnding(int threads, String name) {
+        ThreadPoolExecutor p = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                (threads == 1 ? Thread.ofPlatform().daemon().name(name) : Thread.ofPlatform().daemon().name(name, 0)).factory());
+        p.allowCoreThreadTimeOut(true);
+        return p;
     }
 
     /** The executor that writes RAM files out, one at a time for every workspace of the home. */

@@ -251,7 +251,7 @@ final class DiskLayers {
             JsonNode left = m.qmp.execute("query-block-jobs");
             if (left == null || left.isEmpty()) return;
             if (System.nanoTime() > deadline) throw new IOException("block jobs did not stop in 60 s: " + left);
-            QmpClient.sleep(sleep);
+            QmpClient.pollPause(sleep); // asked, not awaited as events: a job may end by cancel or by completing meanwhile
             sleep = Math.min(sleep * 2, 20);
         }
     }

@@ -22,9 +22,8 @@ record GuestRunLimits(boolean confined, long pidsMax, long memoryMiB, String pro
 
     static final String GROUP = "/sys/fs/cgroup/berth-runs";
 
-    /** Virtual threads for a read asked beside another (they only wait on the agent's socket). */
-    private static final java.util.concurrent.ExecutorService READS =
-            java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-run-limits-", 0).factory());
+    /** A virtual thread per read asked beside another (it only waits on the agent's socket); keeps nothing. */
+    private static final java.util.concurrent.Executor READS = r -> Thread.ofVirtual().name("berth-run-limits").start(r);
 
     /** Sets {@code pids.max} of the runs' group to {@code maxPids} (when {@code maxPids > 0}) and reads the limits back. */
     static GuestRunLimits apply(AgentClient agent, int maxPids) {

@@ -1,21 +1,18 @@
 package dev.berth.engine.microvm;
 
+import dev.berth.engine.spi.FileMutex;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Builds and caches microVM guest images from Debian packages only.
@@ -33,7 +30,6 @@ import java.util.concurrent.TimeUnit;
 public final class ImageBuilder {
 
     static final String AGENT_RESOURCE = "berth/agent/berth-agent";
-    private static final Object LOCK = new Object();
 
     private final Path cache;
     private final Path scripts;
@@ -79,42 +75,39 @@ public final class ImageBuilder {
 
     /** The test image with a given guest agent binary (tests may substitute a diagnostic agent). */
     public GuestImage testImage(byte[] agent) throws IOException {
-        synchronized (LOCK) {
-            Files.createDirectories(cache);
-            try (FileChannel lockFile = FileChannel.open(cache.resolve(".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-                 FileLock ignored = lockFile.lock()) {
-                Path kernelDir = fetchKernel();
-                Path busybox = findBusybox();
-                Path agentFile = cache.resolve("agents").resolve(sha256(agent).substring(0, 16));
-                if (!Files.isRegularFile(agentFile)) {
-                    Files.createDirectories(agentFile.getParent());
-                    Path tmp = Files.createTempFile(agentFile.getParent(), ".agent", ".tmp");
-                    Files.write(tmp, agent);
-                    Files.move(tmp, agentFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                }
-                String hash = hashInputs("test-image-v1",
-                        Files.readAllBytes(scripts.resolve("build-test-image.sh")),
-                        Files.readAllBytes(scripts.resolve("init")),
-                        Files.readAllBytes(scripts.resolve("berth-reseed.c")),
-                        kernelDir.getFileName().toString().getBytes(StandardCharsets.UTF_8),
-                        Files.readAllBytes(busybox), agent);
-                String id = "test-" + hash;
-                Path dir = cache.resolve(id);
-                if (!Files.isRegularFile(dir.resolve("stamp"))) {
-                    Path tmp = Files.createTempDirectory(cache, "." + id + ".");
-                    try {
-                        run(List.of("sh", scripts.resolve("build-test-image.sh").toString(), tmp.toString(),
-                                kernelDir.toString(), busybox.toString(), agentFile.toString()), 120);
-                        Files.writeString(tmp.resolve("stamp"), "kernel=" + kernelDir.getFileName() + "\nbusybox=" + busybox
-                                + "\nagent=" + sha256(agent) + "\n");
-                        deleteTree(dir);
-                        Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
-                    } finally {
-                        deleteTree(tmp);
-                    }
-                }
-                return new GuestImage(id, dir.resolve("vmlinuz"), dir.resolve("initramfs.cpio"), null);
+        // one builder at a time per cache, threads of this process and other processes alike
+        try (FileMutex.Held ignored = FileMutex.of(cache.resolve(".lock")).lock()) {
+            Path kernelDir = fetchKernel();
+            Path busybox = findBusybox();
+            Path agentFile = cache.resolve("agents").resolve(sha256(agent).substring(0, 16));
+            if (!Files.isRegularFile(agentFile)) {
+                Files.createDirectories(agentFile.getParent());
+                Path tmp = Files.createTempFile(agentFile.getParent(), ".agent", ".tmp");
+                Files.write(tmp, agent);
+                Files.move(tmp, agentFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             }
+            String hash = hashInputs("test-image-v1",
+                    Files.readAllBytes(scripts.resolve("build-test-image.sh")),
+                    Files.readAllBytes(scripts.resolve("init")),
+                    Files.readAllBytes(scripts.resolve("berth-reseed.c")),
+                    kernelDir.getFileName().toString().getBytes(StandardCharsets.UTF_8),
+                    Files.readAllBytes(busybox), agent);
+            String id = "test-" + hash;
+            Path dir = cache.resolve(id);
+            if (!Files.isRegularFile(dir.resolve("stamp"))) {
+                Path tmp = Files.createTempDirectory(cache, "." + id + ".");
+                try {
+                    run(List.of("sh", scripts.resolve("build-test-image.sh").toString(), tmp.toString(),
+                            kernelDir.toString(), busybox.toString(), agentFile.toString()), 120);
+                    Files.writeString(tmp.resolve("stamp"), "kernel=" + kernelDir.getFileName() + "\nbusybox=" + busybox
+                            + "\nagent=" + sha256(agent) + "\n");
+                    deleteTree(dir);
+                    Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+                } finally {
+                    deleteTree(tmp);
+                }
+            }
+            return new GuestImage(id, dir.resolve("vmlinuz"), dir.resolve("initramfs.cpio"), null);
         }
     }
 

@@ -23,7 +23,11 @@ final class ImageScripts {
 
     private ImageScripts() {}
 
-    static synchronized Path extract(Path cache) throws IOException {
+    /**
+     * The unpacked scripts' folder. Not synchronized: each caller unpacks into its own temporary folder and renames
+     * it into place, and a caller that loses the race (another thread or process) keeps the winner's identical copy.
+     */
+    static Path extract(Path cache) throws IOException {
         Map<String, byte[]> files = new LinkedHashMap<>();
         MessageDigest sha;
         try {
@@ -49,7 +53,7 @@ final class ImageScripts {
             Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
             if (!Files.isRegularFile(dir.resolve(FILES.get(0)))) throw e;
-            dev.berth.engine.spi.Trees.delete(tmp); // another process unpacked the same scripts first
+            dev.berth.engine.spi.Trees.delete(tmp); // another thread or process unpacked the same scripts first
         }
         return dir;
     }

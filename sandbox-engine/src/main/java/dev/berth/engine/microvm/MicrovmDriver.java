@@ -225,7 +225,7 @@ public final class MicrovmDriver implements IsolationDriver {
 
     @Override
     public Sandbox start(StartRequest request) throws SandboxException {
-        ParkManifest.warmUp(); // the first park or resume of this server would pay for the digest's JIT otherwise
+        ParkManifest.warmUp(home.tasks()); // the first park or resume of this server would pay for the digest's JIT otherwise
         try {
             Files.createDirectories(request.stateDir());
             Files.createDirectories(request.runtimeDir());

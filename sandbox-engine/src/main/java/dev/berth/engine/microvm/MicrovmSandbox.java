@@ -91,7 +91,7 @@ final class MicrovmSandbox implements Sandbox {
             long s0 = System.nanoTime();
             List<String> files = parkedFiles(spec);
             // digested before its fsync starts: beside it, ext4 held the digest's lseek and reads 5-7 ms for 60 KiB
-            entries.putAll(ParkManifest.measure(stateDir, List.of("state")));
+            entries.putAll(ParkManifest.measure(home.tasks(), stateDir, List.of("state")));
             for (String f : files.subList(1, files.size())) entries.put(f, ParkManifest.pending(stateDir.resolve(f)));
             phases.mark("state digest");
             long digestNanos = System.nanoTime() - s0;
@@ -104,7 +104,7 @@ final class MicrovmSandbox implements Sandbox {
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
-            }, ParkManifest.ORCHESTRATE);
+            }, home.tasks().waits);
             join(stateDurable);
             phases.mark("wait for the state fsync");
             long w0 = System.nanoTime();
@@ -146,7 +146,7 @@ final class MicrovmSandbox implements Sandbox {
         // parked from here on (the spec names the durable state): QEMU exits after the reply, the frozen files are
         // digested into the manifest, and whatever starts this workspace's files again waits for both first
         // (BackgroundTasks.awaitExit)
-        java.util.concurrent.CompletableFuture<Void> digested = ParkManifest.completeLater(workspaceId, stateDir, entries);
+        java.util.concurrent.CompletableFuture<Void> digested = ParkManifest.completeLater(home.tasks(), workspaceId, stateDir, entries);
         lastDigests = digested;
         home.tasks().exiting(stateDir, java.util.concurrent.CompletableFuture.allOf(machine.quitLater().thenRun(this::cleanRuntime), digested));
         phases.mark("quit QEMU (asked, not awaited)");
@@ -221,14 +221,14 @@ final class MicrovmSandbox implements Sandbox {
         }
     }
 
-    private static java.util.concurrent.CompletableFuture<Void> fsyncAsync(Path f) {
+    private java.util.concurrent.CompletableFuture<Void> fsyncAsync(Path f) {
         return java.util.concurrent.CompletableFuture.runAsync(() -> {
             try {
                 VmSpec.fsync(f);
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-        }, ParkManifest.ORCHESTRATE);
+        }, home.tasks().waits);
     }
 
     private static void join(java.util.concurrent.CompletableFuture<Void> f) throws IOException {
@@ -283,7 +283,7 @@ final class MicrovmSandbox implements Sandbox {
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
-                }, ParkManifest.ORCHESTRATE);
+                }, home.tasks().waits);
             }
             try {
                 // the disk is frozen as a shared layer (no copy) while the guest is paused, then the device state

@@ -81,10 +81,10 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
      * then rewrites the manifest with every entry complete. A failure leaves the manifest as it was (pending entries
      * are then checked by size and inode) and is logged.
      */
-    static CompletableFuture<Void> completeLater(String workspaceId, Path dir, Map<String, Entry> entries) {
+    static CompletableFuture<Void> completeLater(BackgroundTasks tasks, String workspaceId, Path dir, Map<String, Entry> entries) {
         List<String> pending = entries.entrySet().stream().filter(e -> e.getValue().pending()).map(Map.Entry::getKey).toList();
         if (pending.isEmpty()) return CompletableFuture.completedFuture(null);
-        return measureAsync(dir, pending).thenAcceptAsync(measured -> {
+        return measureAsync(tasks, dir, pending).thenAcceptAsync(measured -> {
             Map<String, Entry> all = new LinkedHashMap<>(entries);
             for (String n : pending) {
                 Entry was = entries.get(n);
@@ -99,7 +99,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-        }, ORCHESTRATE).exceptionally(e -> {
+        }, tasks.waits).exceptionally(e -> {
             LOG.log(System.Logger.Level.WARNING, "park manifest of " + dir + " left with pending entries (checked by size and inode): "
                     + (e.getCause() != null ? e.getCause() : e));
             return null;
@@ -109,8 +109,8 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
     private static final System.Logger LOG = System.getLogger(ParkManifest.class.getName());
 
     /** Measures {@code names} in {@code dir} (in parallel: RAM files are hundreds of MiB) and writes the manifest. */
-    static ParkManifest write(String workspaceId, Path dir, List<String> names) throws IOException {
-        return write(workspaceId, dir, measure(dir, names));
+    static ParkManifest write(BackgroundTasks tasks, String workspaceId, Path dir, List<String> names) throws IOException {
+        return write(workspaceId, dir, measure(tasks, dir, names));
     }
 
     /** Writes the manifest of entries measured before ({@link #measureAsync}, {@link #measure}), in the given order. */
@@ -133,14 +133,14 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
      * Starts measuring {@code names} on the digest threads and returns at once: park digests the RAM file and the
      * disk, which no longer change once the guest is stopped, while QEMU writes the device state.
      */
-    static CompletableFuture<Map<String, Entry>> measureAsync(Path dir, List<String> names) {
+    static CompletableFuture<Map<String, Entry>> measureAsync(BackgroundTasks tasks, Path dir, List<String> names) {
         return CompletableFuture.supplyAsync(() -> {
             try {
-                return measure(dir, names);
+                return measure(tasks, dir, names);
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-        }, ORCHESTRATE);
+        }, tasks.waits);
     }
 
     /** Joins a {@link #measureAsync}, unwrapping its I/O failure. */
@@ -153,17 +153,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
         }
     }
 
-    /**
-     * Threads that digest pages (one per core, at least two: the common pool has a single worker on a 2-core host,
-     * and a park's fsync or a resume's QEMU start must not queue behind a digest), and threads that only wait on
-     * them (never the digest pool itself, so a fixed pool cannot deadlock on its own joins).
-     */
-    private static final java.util.concurrent.ExecutorService DIGEST = java.util.concurrent.Executors.newFixedThreadPool(
-            Math.max(2, Runtime.getRuntime().availableProcessors()),
-            Thread.ofPlatform().daemon().name("berth-digest-", 0).factory());
-    static final java.util.concurrent.ExecutorService ORCHESTRATE =
-            java.util.concurrent.Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("berth-digest-wait-", 0).factory());
-
+    /** Process-wide on purpose: the JIT and the FFM set-up that the warm-up pays for are the process's, not a home's. */
     private static final java.util.concurrent.atomic.AtomicBoolean WARMED = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
@@ -172,7 +162,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
      * of {@link Extents}. Measured cold in a fresh JVM: the first {@code lseek} handle 185 ms and the first digest of
      * 73 MiB 555 ms, against 19 ms warm.
      */
-    static void warmUp() {
+    static void warmUp(BackgroundTasks tasks) {
         if (!WARMED.compareAndSet(false, true)) return;
         Thread.ofPlatform().daemon().name("berth-digest-warmup").start(() -> {
             Path f = null;
@@ -182,7 +172,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
                     raf.setLength(32L << 20);
                 }
                 Extents.data(f);
-                measure(f.getParent(), List.of(f.getFileName().toString()));
+                measure(tasks, f.getParent(), List.of(f.getFileName().toString()));
                 for (int i = 0; i < 6; i++) digest(f, List.of(new Extents.Extent(0, 32L << 20)), blockSize(VERSION));
                 // and the manifest's JSON (the first write of a record type costs tens of ms of introspection)
                 JSON.readValue(JSON.writeValueAsString(new ParkManifest("warm-up", Map.of("f", new Entry(1, null, 1L)))), ParkManifest.class);
@@ -204,7 +194,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
      * @param workspaceId the workspace the state must belong to, or null to check content only
      * @throws SandboxDamagedException naming every file that differs
      */
-    static void verify(String workspaceId, Path dir) throws SandboxDamagedException, IOException {
+    static void verify(BackgroundTasks tasks, String workspaceId, Path dir) throws SandboxDamagedException, IOException {
         ParkManifest m;
         int version;
         try {
@@ -226,7 +216,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
             else problems.add(name + " is missing");
         }
         List<String> toDigest = present.stream().filter(n -> !m.files().get(n).pending()).toList();
-        now = measure(dir, toDigest, blockSize(version));
+        now = measure(tasks, dir, toDigest, blockSize(version));
         for (String name : present) {
             Entry want = m.files().get(name);
             if (want.pending()) {
@@ -260,12 +250,12 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
     }
 
     /** Digests of {@code names} in {@code dir} as this version writes them. */
-    static Map<String, Entry> measure(Path dir, List<String> names) throws IOException {
-        return measure(dir, names, blockSize(VERSION));
+    static Map<String, Entry> measure(BackgroundTasks tasks, Path dir, List<String> names) throws IOException {
+        return measure(tasks, dir, names, blockSize(VERSION));
     }
 
     /** Digests of {@code names} in {@code dir}; the blocks of all files are shared out over the available cores. */
-    static Map<String, Entry> measure(Path dir, List<String> names, int block) throws IOException {
+    static Map<String, Entry> measure(BackgroundTasks tasks, Path dir, List<String> names, int block) throws IOException {
         List<CompletableFuture<Long>> parts = new ArrayList<>();
         Map<String, List<CompletableFuture<Long>>> byFile = new LinkedHashMap<>();
         Map<String, Long> sizes = new LinkedHashMap<>();
@@ -290,7 +280,7 @@ record ParkManifest(String workspaceId, Map<String, Entry> files) {
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
-                }, DIGEST);
+                }, tasks.digest);
                 fileParts.add(part);
                 parts.add(part);
             }

@@ -272,7 +272,7 @@ final class QemuMachine implements AutoCloseable {
         while (!Files.exists(sock)) {
             if (!p.isAlive()) throw new IOException("QEMU exited at start (exit " + p.exitValue() + ")");
             if (System.nanoTime() > deadline) throw new IOException("QEMU did not create its QMP socket in 30 s");
-            QmpClient.sleep(2);
+            QmpClient.pollPause(2); // QEMU announces its socket nowhere; the file's existence is the check
         }
         return QmpClient.connect(sock, "berth", Duration.ofSeconds(20));
     }

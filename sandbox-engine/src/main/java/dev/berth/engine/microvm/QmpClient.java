@@ -66,7 +66,7 @@ final class QmpClient implements AutoCloseable {
             } catch (IOException e) {
                 last = e;
                 if (System.nanoTime() > deadline) throw new IOException("QMP socket " + socket + " not reachable: " + e.getMessage(), e);
-                sleep(5);
+                pollPause(5); // QEMU gives no notice before it listens: the connect is the check
             }
         }
         QmpClient c = new QmpClient(ch, name);
@@ -177,7 +177,12 @@ final class QmpClient implements AutoCloseable {
         closeChannel();
     }
 
-    static void sleep(long ms) {
+    /**
+     * The pause between two checks of a bounded poll on QEMU, for what it announces nowhere: a socket it has yet to
+     * create or listen on, block jobs it reports only when asked. Each caller holds a deadline and names what it
+     * waited for when it passes. Interrupted, it returns at once with the interrupt flag set.
+     */
+    static void pollPause(long ms) {
         try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
     }
 }

@@ -39,11 +39,11 @@ final class Restore {
             // check runs while QEMU starts, and QEMU loads nothing before it passed.
             verified = CompletableFuture.runAsync(() -> {
                 try {
-                    ParkManifest.verify(req.workspaceId(), req.stateDir());
+                    ParkManifest.verify(tasks, req.workspaceId(), req.stateDir());
                 } catch (SandboxDamagedException | IOException e) {
                     throw new CompletionException(e);
                 }
-            }, ParkManifest.ORCHESTRATE); // its own thread: the common pool has one worker on two cores
+            }, tasks.waits); // its own thread: the common pool has one worker on two cores
         } else if (state != null && !Files.isRegularFile(state)) {
             throw new SandboxDamagedException("vm.json names the saved state " + spec.stateFile() + ", which is missing");
         }

@@ -28,7 +28,7 @@ final class SnapshotWriter {
             VmSpec spec = VmSpec.read(workspaceStateDir.resolve(VmSpec.WORKSPACE_FILE));
             if (spec.memShared()) home.tasks().awaitHoles(workspaceStateDir.resolve(spec.memPath()));
             // a snapshot of a damaged parked state would hand the damage to every fork
-            if (ParkManifest.exists(workspaceStateDir)) ParkManifest.verify(null, workspaceStateDir);
+            if (ParkManifest.exists(workspaceStateDir)) ParkManifest.verify(home.tasks(), null, workspaceStateDir);
             if (spec.stateFile() == null || !Files.isRegularFile(workspaceStateDir.resolve(spec.stateFile())))
                 throw new IOException("the workspace has no saved memory state (it was not parked cleanly)");
             Files.createDirectories(snapshotStateDir);

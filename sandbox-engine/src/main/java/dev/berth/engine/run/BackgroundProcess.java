@@ -21,7 +21,7 @@ import java.nio.charset.StandardCharsets;
  * the workspace record ({@link Store.ProcessRecord}) so a new server can do the same after a crash.
  */
 public final class BackgroundProcess implements ExecListener, TrackedProcess {
-    static final int LOG_CAPACITY = 1 << 20;
+    static final int LOG_CAPACITY = dev.berth.schemas.Limits.intValue("run.background_log_bytes");
 
     final String id;
     final String workspace;

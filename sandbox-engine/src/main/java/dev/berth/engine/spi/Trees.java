@@ -22,6 +22,10 @@ public final class Trees {
         void release(Path referenceFile) throws IOException;
     }
 
+    /**
+     * Process-wide on purpose: which driver writes which reference file is a fact of the code, not of a home; drivers
+     * register once, from their class initialisers.
+     */
     private static final java.util.Map<String, Releaser> RELEASERS = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**

@@ -8,6 +8,7 @@ import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IoLimits;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;
+import dev.berth.schemas.Limits;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -145,17 +146,24 @@ public final class DriverSelector {
 
     public static Resources validate(Resources r) throws EngineException {
         if (r == null) return Resources.DEFAULT;
-        if (r.vcpus() < 1 || r.vcpus() > 16) throw new EngineException(Kind.INVALID_ARGUMENT, "vcpus " + r.vcpus() + " is outside 1..16");
-        if (r.memoryMiB() < 128 || r.memoryMiB() > 16384) throw new EngineException(Kind.INVALID_ARGUMENT, "memory_mib " + r.memoryMiB() + " is outside 128..16384");
-        if (r.diskMiB() < 64 || r.diskMiB() > 262144) throw new EngineException(Kind.INVALID_ARGUMENT, "disk_mib " + r.diskMiB() + " is outside 64..262144");
-        if (r.maxPids() < 16 || r.maxPids() > 65536) throw new EngineException(Kind.INVALID_ARGUMENT, "max_pids " + r.maxPids() + " is outside 16..65536");
+        inRange("vcpus", r.vcpus(), "resources.vcpus_min", "resources.vcpus_max");
+        inRange("memory_mib", r.memoryMiB(), "resources.memory_mib_min", "resources.memory_mib_max");
+        inRange("disk_mib", r.diskMiB(), "resources.disk_mib_min", "resources.disk_mib_max");
+        inRange("max_pids", r.maxPids(), "resources.max_pids_min", "resources.max_pids_max");
+        long ioMax = Limits.value("resources.io_max");
         for (String n : IoLimits.NAMES) {
-            long v = r.io().value(n), min = n.endsWith("_bps") ? 65_536 : 8;
+            long v = r.io().value(n), min = Limits.value(n.endsWith("_bps") ? "resources.io_bps_min" : "resources.io_iops_min");
             // a tiny limit would leave the workspace unusable (its agent reads and writes the same disk); 0 is no limit
-            if (v != 0 && (v < min || v > 1L << 40)) {
-                throw new EngineException(Kind.INVALID_ARGUMENT, n + " " + v + " is outside " + min + ".." + (1L << 40) + " " + IoLimits.unit(n) + " (0: no limit)");
+            if (v != 0 && (v < min || v > ioMax)) {
+                throw new EngineException(Kind.INVALID_ARGUMENT, n + " " + v + " is outside " + min + ".." + ioMax + " " + IoLimits.unit(n) + " (0: no limit)");
             }
         }
         return r;
+    }
+
+    /** Refuses {@code value} outside the catalogue's {@code min..max}, naming the field, the value and the range. */
+    private static void inRange(String field, long value, String min, String max) throws EngineException {
+        long lo = Limits.value(min), hi = Limits.value(max);
+        if (value < lo || value > hi) throw new EngineException(Kind.INVALID_ARGUMENT, field + " " + value + " is outside " + lo + ".." + hi);
     }
 }

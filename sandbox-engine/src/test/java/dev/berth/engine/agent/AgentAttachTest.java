@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import dev.berth.engine.agent.AgentHarness.Output;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,19 +34,13 @@ class AgentAttachTest {
 
     private Path file(String name) { return agent.dir.resolve(name); }
 
-    private static void await(Path p) throws InterruptedException {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!Files.exists(p)) {
-            if (System.nanoTime() > end) throw new AssertionError(p + " never appeared");
-            Thread.sleep(10);
-        }
+    private static void await(Path p) throws Exception {
+        Await.until(p + " appears", Duration.ofSeconds(20), () -> Files.exists(p));
     }
 
-    private static void awaitOutput(Output o, String text) throws InterruptedException {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!o.stdout().contains(text)) {
-            if (System.nanoTime() > end) throw new AssertionError("never saw '" + text + "' in: " + o.stdout());
-            Thread.sleep(10);
+    private static void awaitOutput(Output o, String text) throws Exception {
+        if (!Await.within(Duration.ofSeconds(20), () -> o.stdout().contains(text))) {
+            throw new AssertionError("never saw '" + text + "' in: " + o.stdout());
         }
     }
 
@@ -122,8 +117,7 @@ class AgentAttachTest {
             Output o2 = new Output();
             ExecHandle h2 = second.attach(run, o2);
             long total = 16384L * 62 + "last-line\n".length();
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (o2.stdoutBytes().length + h2.droppedWhileDetached() < total && System.nanoTime() < end) Thread.sleep(10);
+            Await.within(Duration.ofSeconds(20), () -> o2.stdoutBytes().length + h2.droppedWhileDetached() >= total);
             byte[] got = o2.stdoutBytes();
             assertTrue(h2.droppedWhileDetached() > 0, "1 MiB cannot all be kept");
             assertTrue(got.length <= Protocol.DETACHED_KEEP, got.length + " bytes kept");

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -123,8 +124,7 @@ class AgentClientHostileAgentTest {
         assertTrue(openCountingTunnel(client, got));
         fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]); // all of its credit: fine
         fake.write(Protocol.DATA, 0x80000001, new byte[1]);             // one byte more than it was given
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (client.isOpen() && System.nanoTime() < deadline) Thread.sleep(10);
+        Await.within(Duration.ofSeconds(5), () -> !client.isOpen());
         assertFalse(client.isOpen(), "the host kept talking to an agent that broke the tunnel window");
         assertEquals(Tunnel.WINDOW, got.get());
     }
@@ -136,8 +136,7 @@ class AgentClientHostileAgentTest {
         java.util.concurrent.atomic.AtomicLong got = new java.util.concurrent.atomic.AtomicLong();
         assertFalse(openCountingTunnel(client, got));
         for (int i = 0; i < 3; i++) fake.write(Protocol.DATA, 0x80000001, new byte[Tunnel.WINDOW]);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (got.get() < 3L * Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
+        Await.within(Duration.ofSeconds(5), () -> got.get() >= 3L * Tunnel.WINDOW);
         assertEquals(3L * Tunnel.WINDOW, got.get());
         assertTrue(client.isOpen());
         client.close();

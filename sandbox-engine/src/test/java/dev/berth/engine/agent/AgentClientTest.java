@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import dev.berth.engine.agent.AgentHarness.Output;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -98,7 +99,7 @@ class AgentClientTest {
                 if (stalled) return;
                 stalled = true;
                 try {
-                    Thread.sleep(1500);
+                    Thread.sleep(1500); // a listener that stalls on purpose: the other run's output must not wait for it
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -331,23 +332,15 @@ class AgentClientTest {
     }
 
     static long awaitPidFile(Path file) throws Exception {
-        for (int i = 0; i < 250; i++) {
-            if (Files.exists(file)) {
-                String s = Files.readString(file).trim();
-                if (!s.isEmpty()) return Long.parseLong(s);
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("no pid in " + file);
+        Await.until("a pid is in " + file, Duration.ofSeconds(5), () -> Files.exists(file) && !Files.readString(file).isBlank());
+        return Long.parseLong(Files.readString(file).trim());
     }
 
     static long awaitPidLine(Output out) throws Exception {
-        for (int i = 0; i < 250; i++) {
-            String s = out.stdout();
-            if (s.endsWith("\n")) return Long.parseLong(s.trim());
-            Thread.sleep(20);
+        if (!Await.within(Duration.ofSeconds(5), () -> out.stdout().endsWith("\n"))) {
+            throw new AssertionError("no pid on stdout: '" + out.stdout() + "'");
         }
-        throw new AssertionError("no pid on stdout: '" + out.stdout() + "'");
+        return Long.parseLong(out.stdout().trim());
     }
 
     static String hex(byte[] b) {

@@ -1,5 +1,6 @@
 package dev.berth.engine.agent;
 
+import dev.berth.engine.Await;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -100,11 +101,9 @@ final class AgentHarness implements AutoCloseable {
         }
     }
 
-    static void awaitDead(long pid, Duration within) throws InterruptedException {
-        long end = System.nanoTime() + within.toNanos();
-        while (alive(pid)) {
-            if (System.nanoTime() > end) throw new AssertionError("pid " + pid + " still alive after " + within.toMillis() + " ms");
-            Thread.sleep(20);
+    static void awaitDead(long pid, Duration within) throws Exception {
+        if (!Await.within(within, () -> !alive(pid))) {
+            throw new AssertionError("pid " + pid + " still alive after " + within.toMillis() + " ms");
         }
     }
 

@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -186,8 +188,7 @@ class AgentTunnelTest {
         });
         try (Socket s = connect()) {
             s.getOutputStream().write('x'); // the tunnel opens on accept; the byte makes sure the host saw it
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (tunnelRef.get() == null && System.nanoTime() < deadline) Thread.onSpinWait();
+            Await.within(Duration.ofSeconds(10), () -> tunnelRef.get() != null);
             Tunnel t = tunnelRef.get();
             assertNotNull(t, "no tunnel opened");
             assertTrue(t.flowControlled(), "this agent and host both announce CAP_TUNNEL_WINDOW");
@@ -249,12 +250,10 @@ class AgentTunnelTest {
                     // closed at the end of the test
                 }
             });
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (received.get() < Tunnel.WINDOW && System.nanoTime() < deadline) Thread.sleep(10);
+            Await.within(Duration.ofSeconds(10), () -> received.get() >= Tunnel.WINDOW);
             assertEquals(Tunnel.WINDOW, received.get(), "the agent sends exactly its credit");
             tunnelRef.get().consumed(Tunnel.WINDOW / 2);
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (received.get() < Tunnel.WINDOW + Tunnel.WINDOW / 2 && System.nanoTime() < deadline) Thread.sleep(10);
+            Await.within(Duration.ofSeconds(10), () -> received.get() >= Tunnel.WINDOW + Tunnel.WINDOW / 2);
             assertEquals(Tunnel.WINDOW + Tunnel.WINDOW / 2, received.get(), "consumed credit lets exactly that much more through");
             s.close();
             writer.join();

@@ -3,10 +3,10 @@ package dev.berth.engine.audit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,7 +32,7 @@ class AuditCrashTest {
                 }
             });
         }
-        Thread.sleep(Long.MAX_VALUE); // killed by the test
+        Thread.sleep(Long.MAX_VALUE); // the writers go on until the test kills this process mid-write: nothing to await
     }
 
     @Test
@@ -42,13 +42,11 @@ class AuditCrashTest {
                 .redirectErrorStream(true).redirectOutput(home.resolve("child.out").toFile()).start();
         Path log = AuditTrail.tenantLog(home.resolve("audit"), "t");
         Path head = AuditFormat.headOf(log);
-        Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
-        // wait (polling the real files, bounded) until the child has fsynced at least 500 records
-        while (headSeq(head) < 500) {
+        // polling the real files: the child announces nothing
+        Await.until("the writer has fsynced at least 500 records", Duration.ofSeconds(60), () -> {
             assertTrue(p.isAlive(), "the writer died: " + (Files.exists(home.resolve("child.out")) ? Files.readString(home.resolve("child.out")) : ""));
-            assertTrue(Instant.now().isBefore(deadline), "the writer did not reach 500 durable records in 60 s");
-            Thread.onSpinWait();
-        }
+            return headSeq(head) >= 500;
+        });
         p.destroyForcibly(); // SIGKILL
         p.waitFor();
         ServerKey key = ServerKey.loadOrCreate(home.resolve("keys"));

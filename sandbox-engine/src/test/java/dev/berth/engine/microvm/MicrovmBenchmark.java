@@ -38,6 +38,8 @@ public final class MicrovmBenchmark {
 
     private final Map<String, List<Double>> berth = new LinkedHashMap<>();
     private final Map<String, List<Double>> bare = new LinkedHashMap<>();
+    /** The digest threads the manifest check runs on (warm across rounds, as a driver's are). */
+    private final BackgroundTasks tasks = new BackgroundTasks();
     private final Path work;
     private final int memMiB;
     private final GuestImage image;
@@ -115,7 +117,7 @@ public final class MicrovmBenchmark {
         add(berth, "park: manifest on the park path (state digest, manifest write), ms", ((MicrovmSandbox) sb).lastManifestMillis);
         ((MicrovmSandbox) sb).lastParkPhases.forEach((k, v) -> add(berth, "  park phase: " + k + ", ms", v));
         t0 = System.nanoTime();
-        ParkManifest.verify("ws-b" + i, ws.resolve("state"));
+        ParkManifest.verify(tasks, "ws-b" + i, ws.resolve("state"));
         add(berth, "resume: manifest check (also inside resume), ms", ms(t0));
 
         t0 = System.nanoTime();
@@ -336,7 +338,7 @@ public final class MicrovmBenchmark {
                 return SocketChannel.open(UnixDomainSocketAddress.of(sock));
             } catch (IOException e) {
                 if (System.nanoTime() > deadline) throw e;
-                QmpClient.sleep(2);
+                QmpClient.pollPause(2);
             }
         }
     }
@@ -416,7 +418,7 @@ public final class MicrovmBenchmark {
             String r = qmpCmd(qmp, "{\"execute\":\"query-migrate\"}");
             if (r.contains("\"completed\"")) return;
             if (r.contains("\"failed\"")) throw new IOException("migration failed: " + r);
-            QmpClient.sleep(sleep);
+            QmpClient.pollPause(sleep);
             sleep = Math.min(sleep * 2, 20);
         }
     }

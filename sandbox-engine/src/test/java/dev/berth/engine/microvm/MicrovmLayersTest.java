@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.berth.engine.Await;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;
@@ -12,6 +13,7 @@ import dev.berth.engine.spi.Trees;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -251,11 +253,8 @@ class MicrovmLayersTest {
         }
         // fork 3 started on a chain of 3 layers (> 2): a block-stream job flattens it while the guest runs
         Path disk = stateDir(from).resolve("data.qcow2");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (!DiskLayers.chain(disk).isEmpty()) {
-            assertTrue(System.nanoTime() < deadline, "chain not flattened: " + DiskLayers.chain(disk));
-            Thread.sleep(50);
-        }
+        assertTrue(Await.within(Duration.ofSeconds(120), () -> DiskLayers.chain(disk).isEmpty()),
+                "chain not flattened: " + DiskLayers.chain(disk));
         assertEquals("0\n1\n2\n3\n", Guest.sh(cur.agent(), "cat /workspace/g0 /workspace/g1 /workspace/g2 /workspace/g3").out());
         // after a park the flattened fork drops its links to the old layers; it resumes on its own disk alone
         cur.park();

@@ -24,6 +24,9 @@ import org.junit.jupiter.api.io.TempDir;
  * for the current 64 KiB blocks and the 4 KiB pages of version 1 manifests, which must still verify.
  */
 class ParkManifestTest {
+    /** The digest threads of one driver; shared by the cases like a home's. */
+    private static final BackgroundTasks TASKS = new BackgroundTasks();
+
     @TempDir
     Path dir;
 
@@ -70,7 +73,7 @@ class ParkManifestTest {
         for (long seed = 1; seed <= 5; seed++) {
             Path f = sparse(dir, "f" + seed, seed);
             for (int block : List.of(ParkManifest.blockSize(1), ParkManifest.blockSize(ParkManifest.VERSION))) {
-                Map<String, ParkManifest.Entry> m = ParkManifest.measure(dir, List.of(f.getFileName().toString()), block);
+                Map<String, ParkManifest.Entry> m = ParkManifest.measure(TASKS, dir, List.of(f.getFileName().toString()), block);
                 ParkManifest.Entry e = m.get(f.getFileName().toString());
                 assertEquals(Files.size(f), e.size());
                 assertEquals(String.format("%016x", reference(f, block)), e.digest(), "seed " + seed + ", block " + block);
@@ -92,38 +95,38 @@ class ParkManifestTest {
     void digest_unchangedByPunchingZeroPagesIntoHoles_changedByOneByte() throws Exception {
         Path f = sparse(dir, "ram", 7);
         String name = f.getFileName().toString();
-        String before = ParkManifest.measure(dir, List.of(name)).get(name).digest();
+        String before = ParkManifest.measure(TASKS, dir, List.of(name)).get(name).digest();
         assertEquals(0, new ProcessBuilder("fallocate", "--dig-holes", f.toString()).inheritIO().start().waitFor());
-        assertEquals(before, ParkManifest.measure(dir, List.of(name)).get(name).digest(), "holes read as zeros");
+        assertEquals(before, ParkManifest.measure(TASKS, dir, List.of(name)).get(name).digest(), "holes read as zeros");
         try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
             raf.seek(1_500_000); // most likely a hole now: the change makes a new data block
             raf.write(1);
         }
-        assertNotEquals(before, ParkManifest.measure(dir, List.of(name)).get(name).digest());
+        assertNotEquals(before, ParkManifest.measure(TASKS, dir, List.of(name)).get(name).digest());
     }
 
     @Test
     void verify_acceptsAVersion1Manifest_andStillFindsAChange() throws Exception {
         Path f = sparse(dir, "state", 11);
-        Map<String, ParkManifest.Entry> v1 = ParkManifest.measure(dir, List.of("state"), ParkManifest.blockSize(1));
+        Map<String, ParkManifest.Entry> v1 = ParkManifest.measure(TASKS, dir, List.of("state"), ParkManifest.blockSize(1));
         MetaFile.write(dir.resolve(ParkManifest.FILE), ParkManifest.KIND, 1,
                 tools.jackson.databind.json.JsonMapper.builder().build().writeValueAsString(new ParkManifest("ws-1", v1)));
-        ParkManifest.verify("ws-1", dir); // a workspace parked by the previous version resumes
+        ParkManifest.verify(TASKS, "ws-1", dir); // a workspace parked by the previous version resumes
         try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
             raf.seek(100);
             raf.write(0x5a);
         }
-        SandboxDamagedException e = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        SandboxDamagedException e = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify(TASKS, "ws-1", dir));
         assertTrue(e.getMessage().contains("state has changed since park"), e.getMessage());
         // the current version writes 64 KiB blocks and verifies them
-        ParkManifest.write("ws-1", dir, List.of("state"));
+        ParkManifest.write(TASKS, "ws-1", dir, List.of("state"));
         assertEquals(ParkManifest.VERSION, MetaFile.version(dir.resolve(ParkManifest.FILE)));
-        ParkManifest.verify("ws-1", dir);
+        ParkManifest.verify(TASKS, "ws-1", dir);
     }
 
     /** The manifest a park commits: {@code state} digested, {@code pending} by size and inode (as park writes it). */
     static Map<String, ParkManifest.Entry> commitPending(Path dir, String workspaceId, List<String> pending) throws Exception {
-        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(dir, List.of("state")));
+        Map<String, ParkManifest.Entry> entries = new java.util.LinkedHashMap<>(ParkManifest.measure(TASKS, dir, List.of("state")));
         for (String f : pending) entries.put(f, ParkManifest.pending(dir.resolve(f)));
         ParkManifest.write(workspaceId, dir, entries, true);
         return entries;
@@ -139,19 +142,19 @@ class ParkManifestTest {
         Path ram = sparse(dir, "ram", 22);
         Map<String, ParkManifest.Entry> entries = commitPending(dir, "ws-1", List.of("ram"));
         assertEquals(3, MetaFile.version(dir.resolve(ParkManifest.FILE)));
-        ParkManifest.verify("ws-1", dir); // the same file: accepted while its digest is pending
+        ParkManifest.verify(TASKS, "ws-1", dir); // the same file: accepted while its digest is pending
 
-        ParkManifest.completeLater("ws-1", dir, entries).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        ParkManifest.completeLater(TASKS, "ws-1", dir, entries).get(30, java.util.concurrent.TimeUnit.SECONDS);
         String json = MetaFile.read(dir.resolve(ParkManifest.FILE), ParkManifest.KIND, ParkManifest.VERSION);
         assertFalse(json.contains("\"digest\":null"), "no entry is pending once completed: " + json);
         assertEquals(String.format("%016x", reference(ram, ParkManifest.blockSize(ParkManifest.VERSION))),
-                ParkManifest.measure(dir, List.of("ram")).get("ram").digest());
-        ParkManifest.verify("ws-1", dir);
+                ParkManifest.measure(TASKS, dir, List.of("ram")).get("ram").digest());
+        ParkManifest.verify(TASKS, "ws-1", dir);
         try (RandomAccessFile raf = new RandomAccessFile(ram.toFile(), "rw")) {
             raf.seek(Extents.data(ram).getFirst().offset() + 10);
             raf.write(0x5a);
         }
-        SandboxDamagedException e = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        SandboxDamagedException e = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify(TASKS, "ws-1", dir));
         assertTrue(e.getMessage().contains("ram has changed since park"), e.getMessage());
     }
 
@@ -168,15 +171,15 @@ class ParkManifestTest {
         Path saved = dir.resolve("ram.saved");
         Files.copy(ram, saved);
         Files.move(saved, ram, java.nio.file.StandardCopyOption.REPLACE_EXISTING); // same bytes, another file
-        SandboxDamagedException replaced = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        SandboxDamagedException replaced = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify(TASKS, "ws-1", dir));
         assertTrue(replaced.getMessage().contains("ram is not the file park left"), replaced.getMessage());
 
         commitPending(dir, "ws-1", List.of("ram"));
-        ParkManifest.verify("ws-1", dir);
+        ParkManifest.verify(TASKS, "ws-1", dir);
         try (RandomAccessFile raf = new RandomAccessFile(ram.toFile(), "rw")) {
             raf.setLength(raf.length() - 4096);
         }
-        SandboxDamagedException truncated = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify("ws-1", dir));
+        SandboxDamagedException truncated = assertThrows(SandboxDamagedException.class, () -> ParkManifest.verify(TASKS, "ws-1", dir));
         assertTrue(truncated.getMessage().contains("(truncated)"), truncated.getMessage());
     }
 
@@ -185,11 +188,11 @@ class ParkManifestTest {
     void verify_acceptsAVersion2Manifest() throws Exception {
         sparse(dir, "state", 41);
         sparse(dir, "ram", 42);
-        Map<String, ParkManifest.Entry> m = ParkManifest.measure(dir, List.of("state", "ram"), ParkManifest.blockSize(2));
+        Map<String, ParkManifest.Entry> m = ParkManifest.measure(TASKS, dir, List.of("state", "ram"), ParkManifest.blockSize(2));
         StringBuilder files = new StringBuilder();
         m.forEach((k, v) -> files.append(files.isEmpty() ? "" : ",").append("\"").append(k).append("\":{\"size\":").append(v.size())
                 .append(",\"digest\":\"").append(v.digest()).append("\"}"));
         MetaFile.write(dir.resolve(ParkManifest.FILE), ParkManifest.KIND, 2, "{\"workspaceId\":\"ws-1\",\"files\":{" + files + "}}");
-        ParkManifest.verify("ws-1", dir);
+        ParkManifest.verify(TASKS, "ws-1", dir);
     }
 }
