@@ -149,6 +149,13 @@ void close_from(int low);                       /* close every fd >= low (close_
 int files_handle(uint8_t type, uint32_t chan, struct rd *r);
 int guest_handle(uint8_t type, uint32_t chan, struct rd *r);
 
+/* ---- the agent's own /proc (proc.c): lookups that a run's /proc mount cannot redirect ---- */
+#include <dirent.h>
+void proc_init(void);                            /* before the first run: pins the agent's procfs */
+int proc_open(const char *rel, int flags);       /* rel is below /proc ("42/stat"); O_CLOEXEC is added */
+DIR *proc_opendir(const char *rel);              /* "." for /proc itself */
+ssize_t proc_readlink(const char *rel, char *buf, size_t n);
+
 /* ---- egress tunnels (tunnel.c) ---- */
 int tunnel_listen(int port);
 int tunnel_handle(uint8_t type, uint32_t chan, struct rd *r);

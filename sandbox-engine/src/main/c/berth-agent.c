@@ -512,6 +512,7 @@ int main(int argc, char **argv) {
         logmsg("signalfd: %s", strerror(errno));
         return 1;
     }
+    proc_init();
     exec_init();
     /* the image's user owns the workspace and its home from the first start on (they are empty then); runs write
      * there as that user */

@@ -198,7 +198,8 @@ static int join_run_cgroup(void) {
 
 /* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
 static int run_mounts(void) {
-    /* gVisor (runsc 2022) cannot change propagation (EINVAL); its mounts do not propagate anyway */
+    /* gVisor (runsc 20221219) cannot change propagation (EINVAL), and has no mount namespaces either: clone's
+     * CLONE_NEWNS is accepted and ignored, so what follows lands in the sandbox's one mount table (proc.c) */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL) {
         logmsg("a run's mounts: making / private: %s", strerror(errno));
         return -1;

@@ -214,8 +214,8 @@ static void pidset_add(struct pidset *s, pid_t pid) {
 /* ppid and session of a process from /proc/PID/stat; comm may contain ')' so parse after the last one */
 static int read_stat(pid_t pid, pid_t *ppid, pid_t *sid) {
     char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "%d/stat", pid);
+    int fd = proc_open(path, O_RDONLY);
     if (fd < 0) return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
@@ -262,8 +262,8 @@ uint32_t exec_owner(pid_t pid) {
 static int environ_has(pid_t pid, const char *needle) {
     static char env[256 * 1024];
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "%d/environ", pid);
+    int fd = proc_open(path, O_RDONLY);
     if (fd < 0) return 0;
     size_t len = 0;
     ssize_t n;
@@ -294,7 +294,7 @@ static void collect_and_stop(struct proc *p, struct pidset *m) {
     }
     for (int round = 0; round < 16; round++) {
         size_t before = m->n;
-        DIR *d = opendir("/proc");
+        DIR *d = proc_opendir(".");
         if (!d) return;
         struct dirent *de;
         while ((de = readdir(d))) {

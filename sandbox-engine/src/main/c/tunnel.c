@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -214,8 +215,12 @@ static uint32_t next_chan(void) {
 
 /* inode of the client's socket 127.0.0.1:peer_port -> 127.0.0.1:g_port, from /proc/net/tcp or tcp6; 0 if not found */
 static unsigned long client_inode(const char *table, unsigned peer_port) {
-    FILE *f = fopen(table, "re");
-    if (!f) return 0;
+    int fd = proc_open(table, O_RDONLY);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
     char line[512];
     unsigned long found = 0;
     if (!fgets(line, sizeof line, f)) goto out; /* header */
@@ -241,12 +246,12 @@ out:
  * inode, every process holding it (/proc/PID/fd), and each holder's run; holders of different runs give 0.
  */
 static uint32_t connection_owner(unsigned peer_port) {
-    unsigned long inode = client_inode("/proc/net/tcp", peer_port);
-    if (!inode) inode = client_inode("/proc/net/tcp6", peer_port);
+    unsigned long inode = client_inode("net/tcp", peer_port);
+    if (!inode) inode = client_inode("net/tcp6", peer_port);
     if (!inode) return 0;
     char want[48];
     int wn = snprintf(want, sizeof want, "socket:[%lu]", inode);
-    DIR *d = opendir("/proc");
+    DIR *d = proc_opendir(".");
     if (!d) return 0;
     pid_t self = getpid();
     uint32_t owner = 0;
@@ -257,15 +262,15 @@ static uint32_t connection_owner(unsigned peer_port) {
         long v = strtol(de->d_name, &end, 10);
         if (*end || v <= 1 || v == self) continue;
         char path[64];
-        snprintf(path, sizeof path, "/proc/%ld/fd", v);
-        DIR *fds = opendir(path);
+        snprintf(path, sizeof path, "%ld/fd", v);
+        DIR *fds = proc_opendir(path);
         if (!fds) continue;
         struct dirent *fe;
         while ((fe = readdir(fds))) {
             if (fe->d_name[0] == '.') continue;
             char lp[320], target[64];
-            snprintf(lp, sizeof lp, "/proc/%ld/fd/%s", v, fe->d_name);
-            ssize_t n = readlink(lp, target, sizeof target - 1);
+            snprintf(lp, sizeof lp, "%ld/fd/%s", v, fe->d_name);
+            ssize_t n = proc_readlink(lp, target, sizeof target - 1);
             if (n != wn || memcmp(target, want, (size_t)wn) != 0) continue;
             uint32_t o = exec_owner((pid_t)v);
             if (holders++ == 0) owner = o;

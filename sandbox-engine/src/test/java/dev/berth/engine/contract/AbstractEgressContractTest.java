@@ -201,7 +201,6 @@ public abstract class AbstractEgressContractTest {
 
     @Test
     void denialOfABackgroundRun_isNotReportedToAConcurrentForegroundRun() throws Exception {
-        level().assumeConnectionsAttributedToRuns("a denial is reported to every active run");
         level().assumeHostUserland("curl -w '%{http_code}'");
         sh("rm -f /workspace/bg-denied");
         ProcessStatus bg = engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "curl -s --max-time 20 -o /dev/null -w '%{http_code}'"

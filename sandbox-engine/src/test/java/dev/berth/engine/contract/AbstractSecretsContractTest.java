@@ -135,7 +135,6 @@ public abstract class AbstractSecretsContractTest {
 
     @Test
     void boundHost_getsTheRealSecret_bearerAndBasic() throws Exception {
-        level().assumeConnectionsAttributedToRuns("no placeholder is swapped");
         level().assumeHostUserland("curl -H and -u");
         RunResult bearer = sh(ws, "curl -sS --max-time 20 -H \"Authorization: Bearer $GH_TOKEN\" " + url("api.cred.test", "/user"));
         assertEquals("/user auth=bearer-real", bearer.stdout(), bearer.toString());
@@ -154,7 +153,6 @@ public abstract class AbstractSecretsContractTest {
      */
     @Test
     void busyboxWget_sendsThePlaceholder_upstreamGetsTheSecret() throws Exception {
-        level().assumeConnectionsAttributedToRuns("no placeholder is swapped");
         RunResult r = sh(ws, "busybox wget -q -O - --header \"Authorization: Bearer $GH_TOKEN\" " + url("api.cred.test", "/-/whoami")
                 + "; echo; head -c 27 /var/lib/berth/egress-ca.pem");
         assertEquals("/-/whoami auth=bearer-real\n-----BEGIN CERTIFICATE-----", r.stdout(), r.toString());
@@ -222,7 +220,6 @@ public abstract class AbstractSecretsContractTest {
 
     @Test
     void backgroundRun_placeholderLivesUntilTheProcessEnds() throws Exception {
-        level().assumeConnectionsAttributedToRuns("no placeholder is swapped");
         level().assumeHostUserland("curl -H and -w '%{http_code}'");
         ProcessStatus p = engine.startBackground(Tenant.LOCAL, new RunRequest(ws,
                 "printf %s \"$GH_TOKEN\" > /workspace/bg-token; sleep 1; curl -sS --max-time 20 -H \"Authorization: Bearer $GH_TOKEN\" "
@@ -250,7 +247,6 @@ public abstract class AbstractSecretsContractTest {
 
     @Test
     void anotherRunsPlaceholder_leakedToIt_refusedWithReason_noSecretUsed() throws Exception {
-        level().assumeConnectionsAttributedToRuns("the refusal cannot name the run the connection belongs to");
         level().assumeHostUserland("curl -w '%{http_code}'");
         // run A (background) holds a placeholder; hostile code in it leaks the placeholder through the workspace's
         // files, since confined runs cannot read each other's /proc/PID/environ any more; it waits until B has tried
@@ -275,7 +271,6 @@ public abstract class AbstractSecretsContractTest {
 
     @Test
     void parkedPersistentWorkspace_keepsItsBindingsOnResume() throws Exception {
-        level().assumeConnectionsAttributedToRuns("no placeholder is swapped");
         engine.open(Tenant.LOCAL, new OpenRequest("keeper", "persistent", null, null, null, null, List.of("gh")));
         try {
             engine.park(Tenant.LOCAL, "keeper");

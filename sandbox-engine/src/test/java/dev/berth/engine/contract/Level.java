@@ -66,18 +66,6 @@ public enum Level {
         assumeTrue(hostUserland, () -> isolation + ": the test image has busybox only (no curl, no python3); this case needs " + needs);
     }
 
-    /**
-     * Skips the rest of a case on a level where the agent cannot tell which run opened a proxy connection. Under
-     * runsc 20221219 the agent's lookup (the socket's inode in /proc/net/tcp, then its holders in /proc/PID/fd)
-     * finds no run holding the socket (which part of runsc's /proc differs is not yet narrowed down), so the proxy
-     * refuses every placeholder ("belongs to no run") and a denial is reported to every active run: secret bindings
-     * do not work on gVisor. Found by this suite; reported, not hidden.
-     */
-    public void assumeConnectionsAttributedToRuns(String needs) {
-        assumeTrue(this != GVISOR, () -> isolation + ": the agent cannot attribute a proxy connection to its run (its lookup"
-                + " through runsc's /proc finds no run holding the socket), so " + needs);
-    }
-
     /** Where tests keep the microVM image cache: target/berth-images unless -Dberth.images.cache says otherwise. */
     private static Path imageCache() {
         String c = System.getProperty("berth.images.cache");
