@@ -363,35 +363,17 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
     // ---------------------------------------------------------------- shutdown
 
     /**
-     * Parks or deletes every workspace, all at once: clients give a server a few seconds between closing its stdin
-     * and killing it (the MCP TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later).
+     * Parks every persistent workspace and closes every ephemeral one, all at once and within {@code bound} (see
+     * {@link WorkspaceStop}): clients give a server a few seconds between closing its stdin and killing it (the MCP
+     * TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later), and a killed server leaves its mounts.
      */
-    public void shutdown() {
-        List<Thread> threads = new java.util.ArrayList<>();
-        for (Workspace ws : registry.all()) {
-            threads.add(Thread.ofVirtual().name("berth-shutdown-" + ws.id).start(() -> {
-                ws.lock.lock();
-                try {
-                    if (ws.lifecycle == Lifecycle.EPHEMERAL) {
-                        destroyAndDelete(ws);
-                    } else if (ws.state() == WorkspaceState.RUNNING && ws.sandbox() != null) {
-                        parkLocked(ws);
-                    }
-                } catch (EngineException | RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "shutdown of " + ws.id + ": " + e.getMessage());
-                } finally {
-                    ws.lock.unlock();
-                }
-            }));
-        }
-        for (Thread t : threads) {
-            try {
-                t.join(java.time.Duration.ofSeconds(60));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+    public StopReport shutdown(java.time.Duration bound, java.time.Duration grace) {
+        return new WorkspaceStop(this, registry).run(bound, grace);
+    }
+
+    /** The fast path of a second stop signal (see {@link WorkspaceStop#halt}): no parking, sandboxes killed, storage released. */
+    public StopReport halt(java.time.Duration bound) {
+        return WorkspaceStop.halt(registry, bound);
     }
 
     // ---------------------------------------------------------------- helpers
