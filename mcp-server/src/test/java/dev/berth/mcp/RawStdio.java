@@ -121,6 +121,10 @@ final class RawStdio implements AutoCloseable {
         } catch (IOException ignored) {
             // closed already
         }
-        if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
+        // the server's stop is bounded at 60 s; killing it earlier would leave its mounts and hide why
+        if (!process.waitFor(90, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IOException("berth did not exit within 90 s of its standard input closing; it was killed");
+        }
     }
 }
