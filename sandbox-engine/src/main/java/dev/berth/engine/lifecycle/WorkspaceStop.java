@@ -94,9 +94,9 @@ public final class WorkspaceStop {
     }
 
     /**
-     * Sends SIGTERM to the workspace's background processes and waits up to {@code grace} for them to end; the
-     * sandbox's destruction kills what is left (and stops foreground runs the same way where the level can signal
-     * them). Returns the commands in flight: background processes running and foreground runs.
+     * Sends SIGTERM to the workspace's background processes, waits up to {@code grace} for them to end and sends
+     * SIGKILL to the rest; the sandbox's destruction stops foreground runs (SIGTERM and a grace where the level can
+     * signal them, see NamespaceSandbox#destroy) and kills what is left. Returns the commands in flight: background processes running and foreground runs.
      */
     private static int terminate(Workspace ws, Duration grace) {
         List<BackgroundProcess> running = BackgroundProcess.all(ws).stream().filter(BackgroundProcess::running).toList();
@@ -114,6 +114,14 @@ public final class WorkspaceStop {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 break;
+            }
+        }
+        for (BackgroundProcess p : running) {
+            if (!p.running()) continue;
+            try {
+                p.signalAndWait("KILL", 0); // ignored SIGTERM: the grace is over
+            } catch (EngineException e) {
+                // its agent session is gone: the sandbox's end takes the process with it
             }
         }
         return running.size() + ws.activeRuns();
