@@ -34,7 +34,8 @@ public final class WorkspaceStop {
     private final WorkspaceLifecycle lifecycle;
     private final WorkspaceRegistry registry;
     private final List<String> parked = Collections.synchronizedList(new ArrayList<>());
-    private final List<String> left = Collections.synchronizedList(new ArrayList<>());
+    /** Why each workspace the stop could not finish was left, by label; the first reason found wins. */
+    private final java.util.Map<String, String> left = new java.util.concurrent.ConcurrentSkipListMap<>();
     private final AtomicInteger closed = new AtomicInteger();
     private final AtomicInteger commands = new AtomicInteger();
 
@@ -55,22 +56,27 @@ public final class WorkspaceStop {
         for (int i = 0; i < threads.size(); i++) {
             try {
                 if (!threads.get(i).join(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
-                    left.add(all.get(i).label() + " (still " + all.get(i).state().wireName() + " when the stop's "
-                            + bound.toSeconds() + " s were over)");
+                    left.putIfAbsent(all.get(i).label(), "still " + all.get(i).state().wireName() + " when the stop's "
+                            + bound.toSeconds() + " s were over");
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                left.add("the stop was interrupted");
+                left.putIfAbsent("the stop", "interrupted");
                 break;
             }
         }
-        return new StopReport(parked, closed.get(), commands.get(), left, (System.nanoTime() - t0) / 1_000_000, false);
+        List<String> unfinished = left.entrySet().stream().map(e -> e.getKey() + " (" + e.getValue() + ")").toList();
+        return new StopReport(parked, closed.get(), commands.get(), unfinished, (System.nanoTime() - t0) / 1_000_000, false);
     }
 
     private void stop(Workspace ws, long deadline, Duration grace) {
         try {
-            if (!ws.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) return; // named by run()
+            if (!ws.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                left.putIfAbsent(ws.label(), "busy " + ws.state().wireName() + " until the stop's bound was over");
+                return;
+            }
         } catch (InterruptedException e) {
+            left.putIfAbsent(ws.label(), "interrupted while waiting for it");
             return;
         }
         try {
@@ -87,7 +93,7 @@ public final class WorkspaceStop {
             }
         } catch (EngineException | RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "stop of " + ws.id + ": " + e.getMessage());
-            left.add(ws.label() + " (" + e.getMessage() + ")");
+            left.putIfAbsent(ws.label(), e.getMessage());
         } finally {
             ws.lock.unlock();
         }
@@ -96,7 +102,8 @@ public final class WorkspaceStop {
     /**
      * Sends SIGTERM to the workspace's background processes, waits up to {@code grace} for them to end and sends
      * SIGKILL to the rest; the sandbox's destruction stops foreground runs (SIGTERM and a grace where the level can
-     * signal them, see NamespaceSandbox#destroy) and kills what is left. Returns the commands in flight: background processes running and foreground runs.
+     * signal them, see NamespaceSandbox#destroy) and kills what is left.
+     * Returns the commands in flight: background processes running and foreground runs.
      */
     private static int terminate(Workspace ws, Duration grace) {
         List<BackgroundProcess> running = BackgroundProcess.all(ws).stream().filter(BackgroundProcess::running).toList();
