@@ -80,10 +80,12 @@ final class ServeHttp {
             sseServer.closeGracefully();
             if (previewsRef[0] != null) previewsRef[0].close();
             http.close();
-            engine.close();
+            var report = engine.stop();
+            if (report != null) System.err.println("berth: stopping: " + report.line());
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             stopped.countDown();
         }, "berth-shutdown"));
+        StopSignals.install(engine);
         try {
             http.start();
         } catch (org.apache.catalina.LifecycleException e) {

@@ -19,7 +19,8 @@ import java.util.concurrent.CountDownLatch;
 /**
  * {@code berth stdio}'s wiring: MCP over stdin/stdout through {@link StdioTransport}. stdout carries only protocol messages
  * (everything else printed by anyone goes to stderr); end of stdin means the client is gone, whatever was read
- * before it, so the server shuts down cleanly: ephemeral workspaces are deleted and persistent ones parked.
+ * before it, so the server shuts down cleanly: ephemeral workspaces are deleted and persistent ones parked. SIGTERM and
+ * SIGINT do the same, and a second one while stopping takes the fast path ({@link StopSignals}).
  */
 final class ServeStdio {
     /** Benchmark-only switch back to the SDK's unhardened stdio transport (see {@link #sdkTransport}). */
@@ -53,6 +54,7 @@ final class ServeStdio {
         McpSyncServer server = BerthServer.build(transport, engine);
         Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
+        StopSignals.install(engine);
         try {
             eof.await();
         } catch (InterruptedException e) {
@@ -118,11 +120,16 @@ final class ServeStdio {
         }
     }
 
+    /**
+     * The clean stop (end of stdin, or the hook of a first SIGTERM/SIGINT): previews closed, then the engine's
+     * bounded stop, whose report is printed on stderr. A second caller waits for the first and prints nothing.
+     */
     private static void shutdown(McpSyncServer server, Engine engine) {
         // workspaces first: the client kills a server that has not exited a few seconds after closing stdin
         var previews = dev.berth.mcp.preview.PreviewServer.of(engine);
         if (previews != null) previews.close();
-        engine.close();
+        var report = engine.stop();
+        if (report != null) System.err.println("berth: stopping: " + report.line());
         try {
             server.closeGracefully();
         } catch (RuntimeException ignored) {

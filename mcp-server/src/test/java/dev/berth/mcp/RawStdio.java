@@ -25,10 +25,16 @@ final class RawStdio implements AutoCloseable {
     private int nextId = 1_000_000;
 
     RawStdio(Path home, String... jvmArgs) throws IOException {
+        this(home, ProcessBuilder.Redirect.INHERIT, List.of(jvmArgs), List.of("--isolation", "namespace"));
+    }
+
+    /** A server with {@code serverArgs} after {@code stdio --home HOME}, its stderr sent to {@code stderr}. */
+    RawStdio(Path home, ProcessBuilder.Redirect stderr, List<String> jvmArgs, List<String> serverArgs) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin()));
-        cmd.addAll(List.of(jvmArgs));
-        cmd.addAll(List.of("-jar", McpBridge.JAR.toString(), "stdio", "--home", home.toString(), "--isolation", "namespace"));
-        process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-jar", McpBridge.JAR.toString(), "stdio", "--home", home.toString()));
+        cmd.addAll(serverArgs);
+        process = new ProcessBuilder(cmd).redirectError(stderr).start();
         in = process.getOutputStream();
         Thread.ofPlatform().daemon().start(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
@@ -48,12 +54,29 @@ final class RawStdio implements AutoCloseable {
 
     /** Starts a server and completes the MCP handshake. */
     static RawStdio initialized(Path home, String... jvmArgs) throws IOException, InterruptedException {
-        RawStdio s = new RawStdio(home, jvmArgs);
+        return initialized(new RawStdio(home, jvmArgs));
+    }
+
+    /** Completes the MCP handshake of a started server. */
+    static RawStdio initialized(RawStdio s) throws IOException, InterruptedException {
         JsonNode init = s.request("initialize", Map.of("protocolVersion", "2025-06-18", "capabilities", Map.of(),
                 "clientInfo", Map.of("name", "raw-stdio", "version", "1")));
         if (!init.has("result")) throw new AssertionError("initialize failed: " + init);
         s.sendLine("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
         return s;
+    }
+
+    /** Calls a tool and returns its structured result; fails when the call fails. */
+    JsonNode ok(String tool, Map<String, Object> args) throws IOException, InterruptedException {
+        JsonNode r = request("tools/call", Map.of("name", tool, "arguments", args));
+        if (r.path("result").path("isError").asBoolean(true)) throw new AssertionError(tool + " failed: " + r);
+        return r.path("result").path("structuredContent");
+    }
+
+    /** Sends a tool call without waiting for its answer (a run that stays in flight). */
+    void callInFlight(String tool, Map<String, Object> args) throws IOException {
+        sendLine(McpBridge.JSON.writeValueAsString(Map.of("jsonrpc", "2.0", "id", "inflight-" + nextId++, "method", "tools/call",
+                "params", Map.of("name", tool, "arguments", args))));
     }
 
     void send(byte[] bytes) throws IOException {
@@ -121,6 +144,10 @@ final class RawStdio implements AutoCloseable {
         } catch (IOException ignored) {
             // closed already
         }
-        if (!process.waitFor(30, TimeUnit.SECONDS)) process.destroyForcibly();
+        // the server's stop is bounded at 60 s; killing it earlier would leave its mounts and hide why
+        if (!process.waitFor(90, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IOException("berth did not exit within 90 s of its standard input closing; it was killed");
+        }
     }
 }

@@ -41,7 +41,8 @@ class StdioHardeningE2eTest {
     @AfterAll
     void stop() throws Exception {
         server.closeInput();
-        assertEquals(0, server.awaitExit(30));
+        assertEquals(0, server.awaitExit(90));
+        HomeLeaks.assertNone(home);
         dev.berth.engine.spi.Trees.delete(home);
     }
 
@@ -163,9 +164,10 @@ class StdioHardeningE2eTest {
                 s.sendLine("{\"jsonrpc\":\"2.0\",\"id\":\"run\",\"method\":\"tools/call\",\"params\":{\"name\":\"run\",\"arguments\":{\"workspace\":\"eof-test\",\"command\":\"sleep 600\"}}}");
             }
             s.closeInput();
-            assertEquals(0, s.awaitExit(60), name);
+            assertEquals(0, s.awaitExit(90), name);
+            HomeLeaks.assertNone(h); // a stop with a command running leaves nothing mounted (issue 33)
         } finally {
-            dev.berth.engine.spi.Trees.delete(h);
+            if (HomeLeaks.find(h).isEmpty()) dev.berth.engine.spi.Trees.delete(h); // a leaking home is kept for inspection
         }
     }
 }

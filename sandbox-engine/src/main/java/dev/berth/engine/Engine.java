@@ -451,25 +451,45 @@ public final class Engine implements AutoCloseable {
 
     /**
      * Shuts down: ephemeral workspaces are deleted, running persistent ones are parked (memory kept where the
-     * driver can), so the next server finds them as they were.
+     * driver can), so the next server finds them as they were. Bounded by {@link dev.berth.engine.lifecycle.WorkspaceStop#BOUND}.
      */
     @Override
-    public synchronized void close() {
+    public void close() {
+        stop();
+    }
+
+    /**
+     * {@link #close} that says what it did: commands stopped (SIGTERM, then killed after a grace period) and reaped
+     * before their workspace's storage is released, persistent workspaces parked, ephemeral ones closed, within a
+     * bound. Returns null when the engine was stopped already (a second caller waits for the first to finish).
+     */
+    public synchronized dev.berth.engine.lifecycle.StopReport stop() {
         // synchronized: a second caller (a shutdown hook racing the stdin-EOF path) must wait until the workspaces
         // are parked, or the JVM would halt half-way through saving them
-        if (closed) return;
+        if (closed) return null;
         closed = true;
         reaper.close();
         try {
-            lifecycle.shutdown();
+            var report = lifecycle.shutdown(dev.berth.engine.lifecycle.WorkspaceStop.BOUND, dev.berth.engine.lifecycle.WorkspaceStop.TERM_GRACE);
             for (var d : config.drivers()) d.quiesce(); // parked machines exit after their park returned
             forks.close();
             if (pool != null) pool.close();
             lifecycle.starter.close();
+            return report;
         } finally {
             if (config.egress() != null) config.egress().proxy().close(); // the engine owns the proxy it was given
             evidence.close(); // after the proxy: its last egress records go into the chain first
             homeLock.close();
         }
+    }
+
+    /**
+     * The fast path of a second stop signal, while {@link #stop} may still run on another thread: every sandbox
+     * killed and its runtime storage released, nothing parked; persistent state stays as a crash would leave it, for
+     * the next start to recover. Not synchronized with {@link #stop}; the caller halts the JVM after it.
+     */
+    public dev.berth.engine.lifecycle.StopReport halt() {
+        closed = true;
+        return lifecycle.halt(dev.berth.engine.lifecycle.WorkspaceStop.HALT_BOUND);
     }
 }

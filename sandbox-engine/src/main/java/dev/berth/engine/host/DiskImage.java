@@ -59,16 +59,121 @@ public final class DiskImage {
         Files.setPosixFilePermissions(at, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
     }
 
+    /** Attempts at a plain unmount of a busy filesystem before it is detached lazily and reported. */
+    private static final int UNMOUNT_TRIES = 5;
+
     /**
-     * Detaches the mount at once (lazily, so it never fails for a busy filesystem: nothing can reach the tree
-     * through {@code at} afterwards, which is what matters before the runtime directory is deleted).
+     * Unmounts {@code at}. A busy filesystem (a process still has a file, its directory or its root in it) is tried
+     * again a few times, then detached lazily so that nothing reaches the tree through {@code at} (what matters before
+     * the runtime directory is deleted), and reported with the processes holding it: the filesystem, and its loop
+     * device, live on until they exit. Never silently left.
      */
     public static void unmount(Path at) {
         if (!isMounted(at)) return;
+        String why = null;
+        for (int i = 0; i < UNMOUNT_TRIES; i++) {
+            try {
+                HostCommand.exec("umount", at.toString());
+                return;
+            } catch (IOException e) {
+                why = e.getMessage();
+            }
+            if (!isMounted(at)) return;
+            try {
+                Thread.sleep(50L << i); // 50 ms .. 0.8 s: holders on their way out (a process being reaped)
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        String held = holders(at);
+        var log = System.getLogger(DiskImage.class.getName());
         try {
             HostCommand.exec("umount", "-l", at.toString());
+            log.log(System.Logger.Level.WARNING, "unmounting " + at + ": still busy after " + UNMOUNT_TRIES + " tries (" + why
+                    + "); held by " + held + "; detached lazily: the filesystem stays in use until they exit");
         } catch (IOException e) {
-            System.getLogger(DiskImage.class.getName()).log(System.Logger.Level.WARNING, "unmounting " + at + ": " + e.getMessage());
+            log.log(System.Logger.Level.WARNING, "unmounting " + at + " failed (" + e.getMessage() + "); held by " + held
+                    + "; left mounted for the next start-up's clean-up");
+        }
+    }
+
+    /**
+     * The processes that hold {@code at}: a working directory, root, executable or open file in it, or a mount
+     * namespace of their own with it mounted; as "pid (name)" items, or "no process found" (a kernel reference).
+     */
+    public static String holders(Path at) {
+        String p = at.toAbsolutePath().normalize().toString();
+        String self = namespaceOf(Path.of("/proc/self"));
+        java.util.List<String> out = new java.util.ArrayList<>();
+        try (var procs = Files.list(Path.of("/proc"))) {
+            for (Path proc : procs.filter(d -> d.getFileName().toString().chars().allMatch(Character::isDigit)).toList()) {
+                String how = holds(proc, p, self);
+                if (how != null) out.add(proc.getFileName() + " (" + comm(proc) + ", " + how + ")");
+            }
+        } catch (IOException e) {
+            return "unknown processes (/proc unreadable: " + e.getMessage() + ")";
+        }
+        return out.isEmpty() ? "no process found" : String.join(", ", out);
+    }
+
+    private static String holds(Path proc, String at, String selfNamespace) {
+        for (String link : new String[] {"cwd", "root", "exe"}) {
+            if (under(readLink(proc.resolve(link)), at)) return link;
+        }
+        try (var fds = Files.list(proc.resolve("fd"))) {
+            for (Path fd : fds.toList()) {
+                if (under(readLink(fd), at)) return "open file";
+            }
+        } catch (IOException | RuntimeException gone) {
+            // ended, or not ours to read
+        }
+        String ns = namespaceOf(proc);
+        if (ns != null && !ns.equals(selfNamespace) && mountPoints(proc.resolve("mountinfo")).contains(at)) return "its mount namespace";
+        return null;
+    }
+
+    private static boolean under(String path, String at) {
+        return path != null && (path.equals(at) || path.startsWith(at + "/"));
+    }
+
+    private static String readLink(Path link) {
+        try {
+            return Files.readSymbolicLink(link).toString();
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static String namespaceOf(Path proc) {
+        return readLink(proc.resolve("ns/mnt"));
+    }
+
+    private static String comm(Path proc) {
+        try {
+            return Files.readString(proc.resolve("comm")).strip();
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    /** The mount points at or below {@code dir} in this process's mount table, deepest first. */
+    public static java.util.List<Path> mountsUnder(Path dir) {
+        String d = dir.toAbsolutePath().normalize().toString();
+        return mountPoints(Path.of("/proc/self/mountinfo")).stream().filter(m -> under(m, d))
+                .sorted(java.util.Comparator.comparingInt(String::length).reversed()).map(Path::of).toList();
+    }
+
+    private static java.util.List<String> mountPoints(Path mountinfo) {
+        try {
+            java.util.List<String> out = new java.util.ArrayList<>();
+            for (String line : Files.readAllLines(mountinfo)) {
+                String[] f = line.split(" ");
+                if (f.length > 4) out.add(f[4].replace("\\040", " "));
+            }
+            return out;
+        } catch (IOException | RuntimeException e) {
+            return java.util.List.of();
         }
     }
 

@@ -62,12 +62,28 @@ public final class Recovery {
                         .findFirst().orElse(null);
                 if (adopted != null) continue;
                 for (IsolationDriver d : drivers.all()) d.cleanupRuntime(rt);
+                if (!unmountLeftovers(rt)) continue; // never delete through a mount: the workspace's files are behind it
                 Store.deleteTree(rt);
             }
             for (Path tmp : hidden(store.snapshots)) Store.deleteTree(tmp);
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "recovery of " + store.home + " incomplete: " + e.getMessage());
         }
+    }
+
+    /**
+     * Unmounts whatever a killed server left mounted under a runtime directory that no driver's clean-up knew of (a
+     * nested or a driver's own mount). Returns whether nothing is mounted there any more; what stays is reported.
+     */
+    static boolean unmountLeftovers(Path runtimeDir) {
+        for (Path m : dev.berth.engine.host.DiskImage.mountsUnder(runtimeDir)) {
+            LOG.log(System.Logger.Level.INFO, "unmounting " + m + ", left mounted by a server that did not stop cleanly");
+            dev.berth.engine.host.DiskImage.unmount(m);
+        }
+        List<Path> left = dev.berth.engine.host.DiskImage.mountsUnder(runtimeDir);
+        if (left.isEmpty()) return true;
+        LOG.log(System.Logger.Level.WARNING, "runtime directory " + runtimeDir + " kept: still mounted " + left);
+        return false;
     }
 
     private static List<Path> hidden(Path dir) throws IOException {

@@ -65,6 +65,11 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
     private final dev.berth.engine.image.ImageStore images;
     private final WorkspaceImages workspaceImages;
     private final WarmPool pool;
+    /**
+     * Set once the stop begins: no workspace is created or resumed after it, or a call admitted just before the stop
+     * would start a sandbox (and mount its disk) behind the stop's back, left mounted when the process exits.
+     */
+    private volatile boolean stopping;
 
     public WorkspaceLifecycle(EngineConfig config, Store store, WorkspaceRegistry registry, DriverSelector drivers,
                        Snapshots snapshots, RunCredentials credentials, EngineEvidence evidence,
@@ -109,6 +114,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
         WarmPool.Member member;
         WorkspaceImages.Choice image = null;
         synchronized (registry.namesLock) {
+            refuseWhenStopping();
             if (name != null) {
                 Optional<Workspace> existing = registry.byName(tenant, name);
                 if (existing.isPresent()) return reopen(tenant, existing.get(), req, lifecycle, driver);
@@ -226,6 +232,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
             ws.forgetProcesses();
             ws.destroySandbox();
         }
+        refuseWhenStopping();
         if (ws.state() == WorkspaceState.PARKED) registry.checkQuota(tenant, ws.resources, false);
         long t0 = System.nanoTime();
         ws.move(Step.RESUME);
@@ -363,35 +370,25 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
     // ---------------------------------------------------------------- shutdown
 
     /**
-     * Parks or deletes every workspace, all at once: clients give a server a few seconds between closing its stdin
-     * and killing it (the MCP TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later).
+     * Parks every persistent workspace and closes every ephemeral one, all at once and within {@code bound} (see
+     * {@link WorkspaceStop}): clients give a server a few seconds between closing its stdin and killing it (the MCP
+     * TypeScript SDK: 2 s, then SIGTERM, then SIGKILL 2 s later), and a killed server leaves its mounts.
      */
-    public void shutdown() {
-        List<Thread> threads = new java.util.ArrayList<>();
-        for (Workspace ws : registry.all()) {
-            threads.add(Thread.ofVirtual().name("berth-shutdown-" + ws.id).start(() -> {
-                ws.lock.lock();
-                try {
-                    if (ws.lifecycle == Lifecycle.EPHEMERAL) {
-                        destroyAndDelete(ws);
-                    } else if (ws.state() == WorkspaceState.RUNNING && ws.sandbox() != null) {
-                        parkLocked(ws);
-                    }
-                } catch (EngineException | RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "shutdown of " + ws.id + ": " + e.getMessage());
-                } finally {
-                    ws.lock.unlock();
-                }
-            }));
+    public StopReport shutdown(java.time.Duration bound, java.time.Duration grace) {
+        synchronized (registry.namesLock) {
+            stopping = true; // under the lock open() adds under: every workspace it adds is in the stop's list
         }
-        for (Thread t : threads) {
-            try {
-                t.join(java.time.Duration.ofSeconds(60));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+        return new WorkspaceStop(this, registry).run(bound, grace);
+    }
+
+    private void refuseWhenStopping() throws EngineException {
+        if (stopping) throw new EngineException(Kind.UNAVAILABLE, "the engine is shutting down");
+    }
+
+    /** The fast path of a second stop signal (see {@link WorkspaceStop#halt}): no parking, sandboxes killed, storage released. */
+    public StopReport halt(java.time.Duration bound) {
+        stopping = true;
+        return WorkspaceStop.halt(registry, bound);
     }
 
     // ---------------------------------------------------------------- helpers

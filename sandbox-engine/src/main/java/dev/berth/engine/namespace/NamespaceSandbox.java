@@ -228,12 +228,54 @@ final class NamespaceSandbox implements Sandbox {
         return pool.flushSoon(layout.mountPoint());
     }
 
+    /**
+     * Stops every process of the sandbox, then releases its storage: the commands under the agent get SIGTERM and
+     * up to {@link #TERM_GRACE} to end, then the sandbox and whatever is left of it is killed and reaped (and its
+     * cgroups removed), and only then is the layer unmounted, so that no process of the workspace still holds it.
+     */
     @Override
     public void destroy() {
         agent.close();
+        terminateCommands(TERM_GRACE);
+        List<ProcessHandle> left = process.descendants().toList();
         kill(process);
+        for (ProcessHandle h : left) h.destroyForcibly();
+        awaitExit(left, Duration.ofSeconds(5));
+        CgroupLimits.removeFor(layout.workspaceId()); // kills and reaps what escaped the tree (a double fork)
         layout.release();
-        CgroupLimits.removeFor(layout.workspaceId());
+    }
+
+    /** How long commands get between SIGTERM and SIGKILL when their sandbox is destroyed. */
+    static final Duration TERM_GRACE = Duration.ofSeconds(3);
+
+    /**
+     * Sends SIGTERM to every process the agent started and waits until they are gone or {@code grace} is over. The
+     * agent and the sandbox's init are spared: either one ending would take every command down with SIGKILL at once.
+     */
+    private void terminateCommands(Duration grace) {
+        ProcessHandle agentProcess = process.descendants()
+                .filter(h -> h.info().command().map(c -> c.endsWith("berth-agent")).orElse(false))
+                .findFirst().orElse(null);
+        if (agentProcess == null) return; // gone already, or not visible: killed below without a grace
+        List<ProcessHandle> commands = agentProcess.descendants().toList();
+        for (ProcessHandle h : commands) h.destroy();
+        awaitExit(commands, grace);
+    }
+
+    private static void awaitExit(List<ProcessHandle> processes, Duration bound) {
+        long deadline = System.nanoTime() + bound.toNanos();
+        for (ProcessHandle h : processes) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) return;
+            try {
+                h.onExit().get(left, TimeUnit.NANOSECONDS);
+            } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     @Override
