@@ -1,7 +1,7 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import dev.berth.mcp.cli.LauncherCommand;
 import dev.berth.mcp.tools.CancellableSessions;
 import dev.berth.mcp.tools.Cancellations;

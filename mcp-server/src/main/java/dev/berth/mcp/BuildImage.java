@@ -1,10 +1,10 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.HomeOwnedException;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.HomeOwnedException;
 import dev.berth.engine.RecipeBuild;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.image.ImageException;
 import dev.berth.engine.image.ImageRecord;
 import dev.berth.engine.image.ImportLimits;

@@ -1,10 +1,10 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.TemplateSettings;
-import dev.berth.engine.EgressSettings;
-import dev.berth.engine.EngineException;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.TemplateSettings;
+import dev.berth.engine.api.EgressSettings;
+import dev.berth.engine.api.EngineException;
 import dev.berth.engine.audit.AuditTrail;
 import dev.berth.mcp.cli.Options;
 import dev.berth.proxy.ConfigException;

@@ -1,11 +1,11 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.FileContent;
-import dev.berth.engine.FileListing;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.FileContent;
+import dev.berth.engine.api.FileListing;
+import dev.berth.engine.api.Tenant;
 import dev.berth.mcp.tools.Args;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;

@@ -1,7 +1,7 @@
 package dev.berth.mcp;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -63,19 +63,19 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                                   @JsonProperty("ttl_s") Long ttlSeconds,
                                   @JsonProperty("max_live_workspaces") Integer maxLiveWorkspaces,
                                   @JsonProperty("max_forks_per_open") Integer maxForksPerOpen) {
-        dev.berth.engine.LifecyclePolicy over(dev.berth.engine.LifecyclePolicy base) {
+        dev.berth.engine.api.LifecyclePolicy over(dev.berth.engine.api.LifecyclePolicy base) {
             return base.with(idleParkSeconds, idleCloseSeconds, ttlSeconds);
         }
     }
 
     /** The server-wide lifecycle policy. */
-    public dev.berth.engine.LifecyclePolicy lifecyclePolicy() {
-        return lifecycle == null ? dev.berth.engine.LifecyclePolicy.DEFAULT : lifecycle.over(dev.berth.engine.LifecyclePolicy.DEFAULT);
+    public dev.berth.engine.api.LifecyclePolicy lifecyclePolicy() {
+        return lifecycle == null ? dev.berth.engine.api.LifecyclePolicy.DEFAULT : lifecycle.over(dev.berth.engine.api.LifecyclePolicy.DEFAULT);
     }
 
     /** Tenants whose lifecycle differs from the server's, with their whole policy. */
-    public Map<String, dev.berth.engine.LifecyclePolicy> tenantLifecycle() {
-        Map<String, dev.berth.engine.LifecyclePolicy> out = new LinkedHashMap<>();
+    public Map<String, dev.berth.engine.api.LifecyclePolicy> tenantLifecycle() {
+        Map<String, dev.berth.engine.api.LifecyclePolicy> out = new LinkedHashMap<>();
         if (tenants == null) return out;
         for (var e : tenants.entrySet()) {
             if (e.getValue() != null && e.getValue().lifecycle() != null) out.put(e.getKey(), e.getValue().lifecycle().over(lifecyclePolicy()));
@@ -85,7 +85,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
 
     /** Live workspaces at most, over all tenants. */
     public int maxLiveWorkspaces() {
-        return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES
+        return lifecycle == null || lifecycle.maxLiveWorkspaces() == null ? dev.berth.engine.api.EngineConfig.DEFAULT_MAX_WORKSPACES
                 : lifecycle.maxLiveWorkspaces();
     }
 
@@ -93,7 +93,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
      * The warm pool: {@code size} fresh sandboxes kept started per available isolation level (default resources),
      * claimed by fresh opens, within {@code memory_mib} (counted as the members' memory limits; the default level
      * is filled first). 0 = no pool. Absent: the server's default, 1 per level (not microVMs without KVM) within
-     * 2048 MiB or an eighth of the machine's memory ({@link dev.berth.engine.TemplateSettings#serverDefault}). A
+     * 2048 MiB or an eighth of the machine's memory ({@link dev.berth.engine.api.TemplateSettings#serverDefault}). A
      * size given here covers microVMs without KVM too. A pool that cannot fit the machine's memory, or a budget
      * larger than it, is refused at start with the numbers.
      */
@@ -102,12 +102,12 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
     }
 
     /** How many workspaces one {@code open_workspace {from_snapshot, count}} may fork, and the warm pool. */
-    public dev.berth.engine.TemplateSettings templates() {
-        int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT
+    public dev.berth.engine.api.TemplateSettings templates() {
+        int forks = lifecycle == null || lifecycle.maxForksPerOpen() == null ? dev.berth.engine.api.TemplateSettings.DEFAULT_FORK_LIMIT
                 : lifecycle.maxForksPerOpen();
-        var dflt = dev.berth.engine.TemplateSettings.serverDefault(forks);
+        var dflt = dev.berth.engine.api.TemplateSettings.serverDefault(forks);
         if (pool == null || (pool.size() == null && pool.memoryMib() == null)) return dflt;
-        return new dev.berth.engine.TemplateSettings(forks, pool.size() == null ? dflt.poolSize() : pool.size(),
+        return new dev.berth.engine.api.TemplateSettings(forks, pool.size() == null ? dflt.poolSize() : pool.size(),
                 pool.memoryMib() == null ? (pool.size() == null ? dflt.poolMemoryMiB() : Long.MAX_VALUE) : pool.memoryMib(),
                 pool.size() != null);
     }
@@ -311,8 +311,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         return egress == null ? null : dev.berth.proxy.ConfigLoader.parseSection(egress.toString(), w -> { });
     }
 
-    public dev.berth.engine.GuardMode guardMode() {
-        return guard == null ? dev.berth.engine.GuardMode.REPORT : dev.berth.engine.GuardMode.parse(guard.mode());
+    public dev.berth.engine.api.GuardMode guardMode() {
+        return guard == null ? dev.berth.engine.api.GuardMode.REPORT : dev.berth.engine.api.GuardMode.parse(guard.mode());
     }
 
     private static String stripSlash(String s) { return s.endsWith("/") ? s.substring(0, s.length() - 1) : s; }
@@ -321,7 +321,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
         String at = "config " + file + ": ";
         if (guard != null) {
             try {
-                dev.berth.engine.GuardMode.parse(String.valueOf(guard.mode()));
+                dev.berth.engine.api.GuardMode.parse(String.valueOf(guard.mode()));
             } catch (IllegalArgumentException e) {
                 throw new ConfigException(at + "guard.mode: " + e.getMessage());
             }

@@ -1,7 +1,7 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineException;
+import dev.berth.engine.api.EngineException;
 import dev.berth.mcp.cli.Options;
 import dev.berth.mcp.http.BearerAuthenticator;
 import dev.berth.mcp.http.CallContext;

@@ -1,8 +1,8 @@
 package dev.berth.mcp;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.HomeOwnedException;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.HomeOwnedException;
 import dev.berth.mcp.cli.Options;
 import dev.berth.mcp.stdio.HomeAttach;
 import dev.berth.mcp.stdio.HomeSocket;
@@ -110,7 +110,7 @@ final class ServeStdio {
             String token = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(t);
             new dev.berth.mcp.preview.PreviewServer(engine, presented -> java.security.MessageDigest.isEqual(
                     presented.getBytes(java.nio.charset.StandardCharsets.UTF_8), token.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-                    ? dev.berth.engine.Tenant.LOCAL.id() : null,
+                    ? dev.berth.engine.api.Tenant.LOCAL.id() : null,
                     new dev.berth.mcp.preview.PreviewServer.Settings("127.0.0.1", port == null ? 0 : Integer.parseInt(port), null,
                             dev.berth.mcp.preview.PreviewServer.Settings.DEFAULT_MAX_CONNECTIONS, null, token)).start();
         } catch (InterruptedException e) {

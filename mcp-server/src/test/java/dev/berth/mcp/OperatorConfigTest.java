@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,7 +44,7 @@ class OperatorConfigTest {
         Path f = dir.resolve("c.json");
         Files.writeString(f, "{}");
         var dflt = OperatorConfig.loadForStdio(f).templates();
-        assertEquals(dev.berth.engine.TemplateSettings.serverDefault(16), dflt, "no pool section: the server's default pool");
+        assertEquals(dev.berth.engine.api.TemplateSettings.serverDefault(16), dflt, "no pool section: the server's default pool");
         assertEquals(1, dflt.poolSize());
         assertTrue(dflt.poolMemoryMiB() > 0 && dflt.poolMemoryMiB() <= 2048, "a small default budget: " + dflt.poolMemoryMiB());
         assertFalse(dflt.poolEmulated(), "no emulated microVM members by default");
@@ -69,16 +69,16 @@ class OperatorConfigTest {
                  "tenants": {"alice": {"lifecycle": {"idle_park_s": 0}}, "bob": {}}}
                 """.formatted("a".repeat(64)));
         OperatorConfig c = OperatorConfig.load(f);
-        assertEquals(new dev.berth.engine.LifecyclePolicy(600, 3600, 7200), c.lifecyclePolicy(), "absent fields keep the defaults");
-        assertEquals(java.util.Map.of("alice", new dev.berth.engine.LifecyclePolicy(0, 3600, 7200)), c.tenantLifecycle(),
+        assertEquals(new dev.berth.engine.api.LifecyclePolicy(600, 3600, 7200), c.lifecyclePolicy(), "absent fields keep the defaults");
+        assertEquals(java.util.Map.of("alice", new dev.berth.engine.api.LifecyclePolicy(0, 3600, 7200)), c.tenantLifecycle(),
                 "a tenant overrides only what it names");
         assertEquals(12, c.maxLiveWorkspaces());
         Files.writeString(f, """
                 {"auth": {"tokens": [{"tenant": "alice", "sha256": "%s"}]}, "tenants": {"alice": {}}}
                 """.formatted("a".repeat(64)));
         OperatorConfig d = OperatorConfig.load(f);
-        assertEquals(dev.berth.engine.LifecyclePolicy.DEFAULT, d.lifecyclePolicy());
-        assertEquals(dev.berth.engine.EngineConfig.DEFAULT_MAX_WORKSPACES, d.maxLiveWorkspaces());
+        assertEquals(dev.berth.engine.api.LifecyclePolicy.DEFAULT, d.lifecyclePolicy());
+        assertEquals(dev.berth.engine.api.EngineConfig.DEFAULT_MAX_WORKSPACES, d.maxLiveWorkspaces());
     }
 
     @Test

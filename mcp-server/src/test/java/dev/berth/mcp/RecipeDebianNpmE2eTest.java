@@ -8,13 +8,13 @@ import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.SimpleFileServer;
 import dev.berth.engine.EgressFixture;
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.OutputListener;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
 import dev.berth.engine.RecipeBuild;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.image.HostDebianRoot;
 import dev.berth.engine.image.ImageRecord;
 import dev.berth.engine.image.ImportLimits;
@@ -128,7 +128,7 @@ class RecipeDebianNpmE2eTest {
         // the operator's ceiling allows both loopback hosts, and points the debian and npm presets at them (its
         // mirrors); the recipe's preset:debian and preset:npm narrow the build to them
         var proxy = EgressFixture.proxy(List.of("apt.test:" + aptPort, "npm.test:" + npm.port));
-        engine = Engine.start(EngineConfig.defaults(home, drivers).withEgress(new dev.berth.engine.EgressSettings(proxy.proxy(),
+        engine = Engine.start(EngineConfig.defaults(home, drivers).withEgress(new dev.berth.engine.api.EgressSettings(proxy.proxy(),
                 proxy.ceiling(), Map.of(), Map.of("debian", dev.berth.proxy.policy.Policy.of(List.of("apt.test:" + aptPort)),
                         "npm", dev.berth.proxy.policy.Policy.of(List.of("npm.test:" + npm.port))))));
 

@@ -1,8 +1,8 @@
 package dev.berth.mcp;
 
-import dev.berth.engine.EgressDenial;
-import dev.berth.engine.EgressFiltered;
-import dev.berth.engine.RunResult;
+import dev.berth.engine.api.EgressDenial;
+import dev.berth.engine.api.EgressFiltered;
+import dev.berth.engine.api.RunResult;
 import dev.berth.mcp.tools.Results;
 import java.util.List;
 import org.junit.jupiter.api.Test;

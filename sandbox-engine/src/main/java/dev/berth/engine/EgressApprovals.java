@@ -1,6 +1,10 @@
 package dev.berth.engine;
 
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Tenant;
+
+import dev.berth.engine.api.EngineException.Kind;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceRegistry;
 import dev.berth.proxy.policy.ApprovalSettings;

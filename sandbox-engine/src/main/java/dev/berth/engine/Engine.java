@@ -1,6 +1,25 @@
 package dev.berth.engine;
 
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.CloseResult;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.FileContent;
+import dev.berth.engine.api.FileListing;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.ParkResult;
+import dev.berth.engine.api.ProcessStatus;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.TemplateSettings;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceInfo;
+import dev.berth.engine.api.WorkspaceState;
+
+import dev.berth.engine.api.EngineException.Kind;
 import dev.berth.engine.egress.EgressPolicies;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.lifecycle.IdleReaper;

@@ -1,7 +1,12 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.PortExposure;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
+
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineException.Kind;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.PortStream;
 import dev.berth.engine.evidence.EngineEvidence;

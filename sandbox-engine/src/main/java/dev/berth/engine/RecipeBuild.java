@@ -1,5 +1,14 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EgressDenial;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.host.HostCommand;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.image.ImageException;

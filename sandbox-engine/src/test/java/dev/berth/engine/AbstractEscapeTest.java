@@ -1,5 +1,15 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.ProcessStatus;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceInfo;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

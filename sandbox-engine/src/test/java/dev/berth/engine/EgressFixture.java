@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EgressSettings;
+
 import com.sun.net.httpserver.HttpServer;
 import dev.berth.proxy.EgressProxy;
 import dev.berth.proxy.policy.Policy;

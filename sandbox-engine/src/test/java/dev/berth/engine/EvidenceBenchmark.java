@@ -1,5 +1,12 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.GuardMode;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.audit.AuditTrail;
 import dev.berth.engine.audit.Durability;
 import dev.berth.engine.namespace.NamespaceDriver;

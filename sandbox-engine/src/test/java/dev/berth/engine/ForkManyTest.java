@@ -1,10 +1,20 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.TemplateSettings;
+import dev.berth.engine.api.Tenant;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineException.Kind;
 import dev.berth.engine.namespace.NamespaceDriver;
 import java.nio.file.Files;
 import java.nio.file.Path;

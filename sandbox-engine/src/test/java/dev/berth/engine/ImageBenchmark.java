@@ -1,5 +1,12 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.image.ImageRecord;
 import dev.berth.engine.image.ImageStore;
 import dev.berth.engine.image.ImportLimits;

@@ -1,5 +1,12 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.ParkResult;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.gvisor.GvisorDriver;
 import dev.berth.engine.microvm.ImageBuilder;
 import dev.berth.engine.microvm.MicrovmDriver;

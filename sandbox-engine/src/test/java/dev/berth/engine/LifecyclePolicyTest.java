@@ -1,5 +1,17 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.LifecyclePolicy;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.ProcessStatus;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,5 +1,8 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.workspace.DriverSelector;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

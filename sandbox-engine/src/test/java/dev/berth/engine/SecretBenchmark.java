@@ -1,5 +1,13 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EgressSettings;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+
 import com.sun.net.httpserver.HttpsServer;
 import dev.berth.engine.namespace.NamespaceDriver;
 import dev.berth.proxy.policy.SecretBinding;

@@ -1,5 +1,16 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.TemplateSettings;
+import dev.berth.engine.api.Tenant;
+
 import dev.berth.engine.microvm.ImageBuilder;
 import dev.berth.engine.microvm.MicrovmDriver;
 import dev.berth.engine.namespace.NamespaceDriver;

@@ -1,5 +1,7 @@
 package dev.berth.engine;
 
+import dev.berth.engine.api.EngineConfig;
+
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;

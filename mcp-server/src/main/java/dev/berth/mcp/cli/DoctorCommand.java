@@ -94,8 +94,8 @@ final class DoctorCommand implements Callable<Integer> {
             out.println("audit signing key: unavailable: " + e.getMessage());
         }
         // doctor takes no --config: what berth stdio / berth http do when the operator config has no pool section
-        var pooled = dev.berth.engine.EngineConfig.defaults(opts.home(), drivers)
-                .withTemplates(dev.berth.engine.TemplateSettings.serverDefault(dev.berth.engine.TemplateSettings.DEFAULT_FORK_LIMIT));
+        var pooled = dev.berth.engine.api.EngineConfig.defaults(opts.home(), drivers)
+                .withTemplates(dev.berth.engine.api.TemplateSettings.serverDefault(dev.berth.engine.api.TemplateSettings.DEFAULT_FORK_LIMIT));
         if (opts.isolation() != null) pooled = pooled.withDefaultIsolation(opts.isolation());
         out.println("warm pool (default; the operator config's pool section changes it): " + dev.berth.engine.Engine.poolPlan(pooled));
         out.println(any ? "default isolation: " + (opts.isolation() != null ? opts.isolation() : chosen)

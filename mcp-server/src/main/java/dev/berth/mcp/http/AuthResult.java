@@ -1,6 +1,6 @@
 package dev.berth.mcp.http;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 
 /** The outcome of checking a bearer token: the tenant it stands for, or why it was refused. */
 public sealed interface AuthResult {

@@ -1,6 +1,6 @@
 package dev.berth.mcp.http;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import java.util.List;
 import java.util.function.Function;
 

@@ -1,6 +1,6 @@
 package dev.berth.mcp.http;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import io.modelcontextprotocol.common.McpTransportContext;
 import io.modelcontextprotocol.server.McpSyncServerExchange;
 import io.modelcontextprotocol.server.McpTransportContextExtractor;

@@ -1,6 +1,6 @@
 package dev.berth.mcp.http;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import dev.berth.mcp.tools.Cancellations;
 import dev.berth.mcp.jsonrpc.MessageCheck;
 import jakarta.servlet.FilterChain;

@@ -1,6 +1,6 @@
 package dev.berth.mcp.http;
 
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.Tenant;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpFilter;

@@ -9,7 +9,7 @@
  *   <li>{@code HostOriginFilter} (every path): Host and Origin against the operator's lists, 421 / 403 with the value;
  *       first, so a DNS-rebinding page learns nothing, not even whether it would need a token.</li>
  *   <li>{@code BearerAuthFilter} (MCP paths): static token (SHA-256, constant-time) or JWT (issuer's JWKS, iss, aud,
- *       exp/nbf) to a configured {@link dev.berth.engine.Tenant}; 401/403 with a reason and
+ *       exp/nbf) to a configured {@link dev.berth.engine.api.Tenant}; 401/403 with a reason and
  *       {@code WWW-Authenticate: Bearer resource_metadata=...}.</li>
  *   <li>{@code SessionOwners} (MCP paths): a transport session is usable only by the tenant that opened it; anyone
  *       else gets 404 as for a session that does not exist.</li>

@@ -1,6 +1,6 @@
 package dev.berth.mcp.preview;
 
-import dev.berth.engine.PortExposure;
+import dev.berth.engine.api.PortExposure;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpRequest;

@@ -1,7 +1,7 @@
 package dev.berth.mcp.preview;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.PortExposure;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.PortExposure;
 import dev.berth.engine.Ports;
 import dev.berth.engine.agent.PortStream;
 import io.netty.buffer.ByteBuf;

@@ -1,7 +1,7 @@
 package dev.berth.mcp.preview;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.PortExposure;
+import dev.berth.engine.api.PortExposure;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;

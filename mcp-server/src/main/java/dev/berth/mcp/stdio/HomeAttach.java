@@ -1,6 +1,6 @@
 package dev.berth.mcp.stdio;
 
-import dev.berth.engine.HomeOwnedException;
+import dev.berth.engine.api.HomeOwnedException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

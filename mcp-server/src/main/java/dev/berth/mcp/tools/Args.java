@@ -1,7 +1,7 @@
 package dev.berth.mcp.tools;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

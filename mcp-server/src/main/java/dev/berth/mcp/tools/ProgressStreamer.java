@@ -1,6 +1,6 @@
 package dev.berth.mcp.tools;
 
-import dev.berth.engine.OutputListener;
+import dev.berth.engine.api.OutputListener;
 import io.modelcontextprotocol.server.McpSyncServerExchange;
 import io.modelcontextprotocol.spec.McpSchema;
 import java.nio.charset.StandardCharsets;

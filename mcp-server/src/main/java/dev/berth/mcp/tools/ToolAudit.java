@@ -1,7 +1,7 @@
 package dev.berth.mcp.tools;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.audit.AuditException;
 import dev.berth.engine.audit.AuditTrail;
 import dev.berth.engine.audit.Canonical;

@@ -1,12 +1,12 @@
 package dev.berth.mcp.tools;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.OutputListener;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.Resources;
 import dev.berth.schemas.ToolCatalog;
 import io.modelcontextprotocol.json.McpJsonMapper;
@@ -167,7 +167,7 @@ public final class Tools {
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);
-        dev.berth.engine.RunResult result;
+        dev.berth.engine.api.RunResult result;
         if (token == null) {
             result = engine.run(tenant, rr, OutputListener.NONE);
         } else {
@@ -198,7 +198,7 @@ public final class Tools {
                       @com.fasterxml.jackson.annotation.JsonProperty("url") String url,
                       @com.fasterxml.jackson.annotation.JsonProperty("expires_at") String expiresAt,
                       @com.fasterxml.jackson.annotation.JsonProperty("closed") boolean closed) {
-        static PortResult of(dev.berth.engine.PortExposure e, String url, boolean closed) {
+        static PortResult of(dev.berth.engine.api.PortExposure e, String url, boolean closed) {
             return new PortResult(e.workspace(), e.port(), e.access(), url, e.expiresAt() == null ? null : e.expiresAt().toString(), closed);
         }
     }
@@ -236,7 +236,7 @@ public final class Tools {
         List<Map<String, Object>> wss = new ArrayList<>();
         for (var info : engine.list(tenant)) {
             Map<String, Object> w = Results.workspace(info);
-            if (previews != null && info.state() != dev.berth.engine.WorkspaceState.CLOSED) {
+            if (previews != null && info.state() != dev.berth.engine.api.WorkspaceState.CLOSED) {
                 List<Map<String, Object>> exposed = new ArrayList<>();
                 for (var e : engine.ports().list(tenant, info.id())) {
                     Map<String, Object> pm = toMap(PortResult.of(e, previews.url(e), false));

@@ -1,8 +1,8 @@
 package dev.berth.engine.egress;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
 import dev.berth.proxy.policy.Policy;
 import java.util.List;
 

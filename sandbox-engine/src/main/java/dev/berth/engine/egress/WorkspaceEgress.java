@@ -1,8 +1,8 @@
 package dev.berth.engine.egress;
 
-import dev.berth.engine.EgressDenial;
-import dev.berth.engine.EgressFiltered;
-import dev.berth.engine.EgressSettings;
+import dev.berth.engine.api.EgressDenial;
+import dev.berth.engine.api.EgressFiltered;
+import dev.berth.engine.api.EgressSettings;
 import dev.berth.engine.agent.Tunnel;
 import dev.berth.engine.agent.TunnelHandler;
 import dev.berth.proxy.ClientSink;

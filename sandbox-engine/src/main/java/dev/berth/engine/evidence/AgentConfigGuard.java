@@ -1,6 +1,6 @@
 package dev.berth.engine.evidence;
 
-import dev.berth.engine.AgentConfigChange;
+import dev.berth.engine.api.AgentConfigChange;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.FileEntry;

@@ -1,16 +1,16 @@
 package dev.berth.engine.evidence;
 
-import dev.berth.engine.AgentConfigChange;
-import dev.berth.engine.EgressDenial;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.ImageRef;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.SecretUse;
-import dev.berth.engine.SnapshotInfo;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.AgentConfigChange;
+import dev.berth.engine.api.EgressDenial;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.ImageRef;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.SecretUse;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.audit.AuditException;
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.audit.AuditTrail;

@@ -1,10 +1,10 @@
 package dev.berth.engine.lifecycle;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.LifecyclePolicy;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.LifecyclePolicy;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceRegistry;
 import java.time.Instant;

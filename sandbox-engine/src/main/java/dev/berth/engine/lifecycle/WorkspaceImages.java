@@ -1,10 +1,10 @@
 package dev.berth.engine.lifecycle;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.ImageRef;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.ImageRef;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.image.ImageStore;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.IsolationLevel;

@@ -1,16 +1,16 @@
 package dev.berth.engine.lifecycle;
 
-import dev.berth.engine.CloseResult;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.ImageRef;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.OpenResult;
-import dev.berth.engine.ParkResult;
-import dev.berth.engine.Tenant;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.CloseResult;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.ImageRef;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.ParkResult;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.egress.EgressPolicies;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.evidence.EngineEvidence;

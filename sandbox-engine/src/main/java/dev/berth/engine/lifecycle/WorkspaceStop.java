@@ -1,9 +1,9 @@
 package dev.berth.engine.lifecycle;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.ParkResult;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.ParkResult;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.run.BackgroundProcess;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.engine.workspace.WorkspaceRegistry;

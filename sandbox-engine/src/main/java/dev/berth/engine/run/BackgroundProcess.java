@@ -1,8 +1,8 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.ProcessStatus;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.ProcessStatus;
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.agent.ExecListener;

@@ -1,9 +1,9 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.FileContent;
-import dev.berth.engine.FileListing;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.FileContent;
+import dev.berth.engine.api.FileListing;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.FileEntry;

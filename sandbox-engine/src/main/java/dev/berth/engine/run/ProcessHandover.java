@@ -1,7 +1,7 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.agent.ExecHandle;
 import dev.berth.engine.egress.EgressPolicies;

@@ -1,10 +1,10 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.SecretUse;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.SecretUse;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.workspace.Workspace;
 import dev.berth.proxy.CredentialGrant;
 import dev.berth.proxy.policy.SecretBinding;

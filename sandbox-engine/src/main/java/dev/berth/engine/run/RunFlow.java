@@ -1,13 +1,13 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.OutputListener;
-import dev.berth.engine.ProcessStatus;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.ProcessStatus;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.evidence.EngineEvidence;

@@ -1,13 +1,13 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.AgentConfigChange;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.GuardMode;
-import dev.berth.engine.OutputListener;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.RunResult;
+import dev.berth.engine.api.AgentConfigChange;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.GuardMode;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
 import dev.berth.engine.agent.AgentException;
 import dev.berth.engine.agent.ExecExit;
 import dev.berth.engine.agent.ExecHandle;

@@ -1,6 +1,6 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineException;
+import dev.berth.engine.api.EngineException;
 import dev.berth.engine.agent.AgentClient;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

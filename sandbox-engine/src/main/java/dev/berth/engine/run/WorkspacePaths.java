@@ -1,7 +1,7 @@
 package dev.berth.engine.run;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
 import java.nio.file.Path;
 
 /**

@@ -1,11 +1,11 @@
 package dev.berth.engine.template;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.OpenResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.Resources;
 import dev.berth.engine.workspace.DriverSelector;
 import dev.berth.engine.workspace.WorkspaceRegistry;

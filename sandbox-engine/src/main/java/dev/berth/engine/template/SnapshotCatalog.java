@@ -1,9 +1,9 @@
 package dev.berth.engine.template;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.SnapshotInfo;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.workspace.Store;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,10 +1,10 @@
 package dev.berth.engine.template;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.SnapshotInfo;
-import dev.berth.engine.Tenant;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.evidence.EngineEvidence;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.spi.SandboxException;

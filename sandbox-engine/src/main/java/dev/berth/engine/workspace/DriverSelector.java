@@ -1,9 +1,9 @@
 package dev.berth.engine.workspace;
 
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.Availability;
 import dev.berth.engine.spi.IoLimits;
 import dev.berth.engine.spi.IsolationDriver;
@@ -134,14 +134,7 @@ public final class DriverSelector {
 
     /** MemTotal of this machine in MiB, or 0 if unknown. */
     public static long machineMemoryMiB() {
-        try {
-            for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
-                if (l.startsWith("MemTotal:")) return Long.parseLong(l.replaceAll("\\D", "")) >> 10;
-            }
-        } catch (java.io.IOException | NumberFormatException e) {
-            return 0;
-        }
-        return 0;
+        return dev.berth.engine.host.Machine.memoryMiB();
     }
 
     public static Resources validate(Resources r) throws EngineException {

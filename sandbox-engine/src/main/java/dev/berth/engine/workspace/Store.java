@@ -1,8 +1,8 @@
 package dev.berth.engine.workspace;
 
-import dev.berth.engine.ImageRef;
-import dev.berth.engine.SnapshotInfo;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.ImageRef;
+import dev.berth.engine.api.SnapshotInfo;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.spi.MetaFile;
 import dev.berth.engine.spi.Resources;
 import java.io.IOException;

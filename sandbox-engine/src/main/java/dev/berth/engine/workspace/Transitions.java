@@ -1,8 +1,8 @@
 package dev.berth.engine.workspace;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.WorkspaceState;
 import java.util.EnumMap;
 import java.util.Map;
 

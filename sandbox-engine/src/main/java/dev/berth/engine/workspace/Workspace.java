@@ -1,11 +1,11 @@
 package dev.berth.engine.workspace;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.ImageRef;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.LifecyclePolicy;
-import dev.berth.engine.WorkspaceInfo;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.ImageRef;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.LifecyclePolicy;
+import dev.berth.engine.api.WorkspaceInfo;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.spi.IsolationDriver;
 import dev.berth.engine.spi.Resources;

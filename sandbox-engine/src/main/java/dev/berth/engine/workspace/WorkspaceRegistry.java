@@ -1,9 +1,9 @@
 package dev.berth.engine.workspace;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.EngineException.Kind;
-import dev.berth.engine.Tenant;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.EngineException.Kind;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.spi.Resources;
 import java.util.Collection;
 import java.util.List;

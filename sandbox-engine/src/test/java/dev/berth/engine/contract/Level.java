@@ -3,8 +3,8 @@ package dev.berth.engine.contract;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
 import dev.berth.engine.gvisor.GvisorDriver;
 import dev.berth.engine.microvm.ImageBuilder;
 import dev.berth.engine.microvm.MicrovmDriver;

@@ -1,7 +1,7 @@
 package dev.berth.engine.contract;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.PortExposure;
+import dev.berth.engine.api.PortExposure;
 import dev.berth.engine.Ports;
 import dev.berth.engine.agent.PortStream;
 import java.io.ByteArrayOutputStream;

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.AbstractImageWorkspaceTest;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;

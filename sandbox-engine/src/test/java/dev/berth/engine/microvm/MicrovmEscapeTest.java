@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.AbstractEscapeTest;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -4,14 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.Engine;
-import dev.berth.engine.EngineConfig;
-import dev.berth.engine.EngineException;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.OpenResult;
-import dev.berth.engine.OutputListener;
-import dev.berth.engine.RunRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OpenResult;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -33,7 +33,7 @@ class MicrovmSnapshotDeleteTest {
     void start() throws Exception {
         home = Files.createTempDirectory("berth-vmdelete-");
         engine = Engine.start(EngineConfig.defaults(home, List.of(new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST)))
-                .withTemplates(new dev.berth.engine.TemplateSettings(4)));
+                .withTemplates(new dev.berth.engine.api.TemplateSettings(4)));
     }
 
     @AfterEach

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.AbstractEscapeTest;
-import dev.berth.engine.RunResult;
+import dev.berth.engine.api.RunResult;
 import dev.berth.engine.host.HostIdentity;
 import dev.berth.engine.spi.IsolationDriver;
 import java.io.IOException;

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.berth.engine.AbstractImageWorkspaceTest;
-import dev.berth.engine.OpenRequest;
-import dev.berth.engine.RunResult;
-import dev.berth.engine.Tenant;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -112,7 +112,7 @@ class NamespaceImageWorkspaceTest extends AbstractImageWorkspaceTest {
         assertEquals(java.util.List.of("image developer = " + imported.digest() + " is test:developer-1 already"), again);
         try {
             var ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, SMALL, null, null, null)).workspace();
-            assertEquals(new dev.berth.engine.ImageRef("developer", imported.digest()), ws.image());
+            assertEquals(new dev.berth.engine.api.ImageRef("developer", imported.digest()), ws.image());
             RunResult r = run(ws.id(), "cat /etc/os-release; test -d /usr/lib/jvm && echo host-visible; echo end");
             assertEquals("ID=berth-developer-test\nend", r.stdout().strip(), r.toString());
             assertEquals("developer@" + imported.digest(), r.receipt().get("image"), r.receipt().toString());

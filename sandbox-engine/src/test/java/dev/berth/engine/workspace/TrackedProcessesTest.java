@@ -6,11 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.LifecyclePolicy;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.LifecyclePolicy;
 import dev.berth.engine.TestClock;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.spi.Resources;
 import java.time.Duration;
 import java.time.Instant;

@@ -3,9 +3,9 @@ package dev.berth.engine.workspace;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import dev.berth.engine.EngineException;
-import dev.berth.engine.Lifecycle;
-import dev.berth.engine.WorkspaceState;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.Lifecycle;
+import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.workspace.Transitions.Effect;
 import dev.berth.engine.workspace.Transitions.Step;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 import dev.berth.engine.spi.DriverCapabilities;
 import dev.berth.engine.spi.Limit;

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * Lifecycle states of a workspace. The legal moves between them are the table in

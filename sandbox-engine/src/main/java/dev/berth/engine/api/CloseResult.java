@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /** Result of close_workspace: what was removed. */
 public record CloseResult(String workspace, String name, Lifecycle lifecycle, boolean deleted, String note) {}

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 import dev.berth.proxy.EgressProxy;
 import dev.berth.proxy.policy.Policy;

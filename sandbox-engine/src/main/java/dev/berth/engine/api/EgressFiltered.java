@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * Registry metadata the egress proxy rewrote for a run: which versions of a package it hid, and why (younger than the

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /** Whether a workspace outlives its session. */
 public enum Lifecycle {

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * Part or all of a file read from a workspace.

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * A refused or failed engine operation. The message is meant for the agent: it says what was wrong, includes the

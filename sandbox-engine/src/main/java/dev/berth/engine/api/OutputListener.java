@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /** Receives a run's output while it runs (for streaming to the client). Must not block for long. */
 public interface OutputListener {

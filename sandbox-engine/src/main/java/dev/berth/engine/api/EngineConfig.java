@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 import dev.berth.engine.spi.IsolationDriver;
 import java.nio.file.Path;

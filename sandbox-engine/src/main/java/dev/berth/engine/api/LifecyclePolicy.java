@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * When the engine parks or closes a workspace by itself: the operator's lifecycle policy (operator config

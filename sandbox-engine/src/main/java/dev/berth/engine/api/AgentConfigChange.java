@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * A change a run made to a file that steers coding agents (see the guard in the engine).

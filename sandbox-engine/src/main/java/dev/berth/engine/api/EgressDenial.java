@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /**
  * An outbound connection or request from a workspace that the egress proxy refused, and why. {@code host} is null

@@ -1,6 +1,5 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
-import dev.berth.engine.workspace.DriverSelector;
 
 /**
  * The operator's settings for templates: how many workspaces one {@code open_workspace {from_snapshot, count}} may
@@ -8,7 +7,7 @@ import dev.berth.engine.workspace.DriverSelector;
  *
  * @param forkLimit     most workspaces one call may open (1 or more; default {@link #DEFAULT_FORK_LIMIT})
  * @param poolSize      fresh sandboxes kept started per available isolation level, with the default resources, for
- *                      fresh opens to claim ({@link dev.berth.engine.template.WarmPool}); 0 disables the pool (the library's default; the
+ *                      fresh opens to claim (the warm pool); 0 disables the pool (the library's default; the
  *                      server's is {@link #serverDefault})
  * @param poolMemoryMiB the most memory the pool may hold, counted as its members' memory limits (the default
  *                      resources'): members beyond it are not started, the default isolation level's first;
@@ -47,7 +46,7 @@ public record TemplateSettings(int forkLimit, int poolSize, long poolMemoryMiB, 
      * machine's memory, whichever is less; so a new user's first {@code open_workspace} is a pool hit.
      */
     public static TemplateSettings serverDefault(int forkLimit) {
-        long machine = DriverSelector.machineMemoryMiB();
+        long machine = dev.berth.engine.host.Machine.memoryMiB();
         long budget = machine > 0 ? Math.min(SERVER_POOL_MEMORY_MIB, machine / 8) : SERVER_POOL_MEMORY_MIB;
         return new TemplateSettings(forkLimit, SERVER_POOL_SIZE, budget, false);
     }
@@ -58,7 +57,7 @@ public record TemplateSettings(int forkLimit, int poolSize, long poolMemoryMiB, 
     }
 
     /** How many members the pool may hold at once, over all levels, at {@code memberMiB} each. */
-    long poolBudgetMembers(long memberMiB) {
+    public long poolBudgetMembers(long memberMiB) {
         return poolMemoryMiB == Long.MAX_VALUE ? Long.MAX_VALUE : poolMemoryMiB / Math.max(1, memberMiB);
     }
 }

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 /** What the engine does when a run changes agent configuration files in a workspace. */
 public enum GuardMode {

@@ -1,9 +1,9 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 import java.nio.file.Path;
 
 /**
- * {@link Engine#start} found its home owned by another live Berth process ({@link dev.berth.engine.workspace.HomeLock}). A client of that home
+ * {@link dev.berth.engine.Engine#start} found its home owned by another live Berth process ({@link dev.berth.engine.workspace.HomeLock}). A client of that home
  * can be served through the owner instead (the MCP server attaches to it over the home's socket).
  */
 public final class HomeOwnedException extends EngineException {

@@ -1,4 +1,4 @@
-package dev.berth.engine;
+package dev.berth.engine.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.time.Instant;
