@@ -74,6 +74,7 @@ final class ServeHttp {
         HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket"));
         dev.berth.mcp.preview.PreviewServer[] previewsRef = new dev.berth.mcp.preview.PreviewServer[1];
         CountDownLatch stopped = new CountDownLatch(1);
+        StopSignals signals = StopSignals.install(engine);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (home != null) home.close();
             streamableServer.closeGracefully();
@@ -83,9 +84,9 @@ final class ServeHttp {
             var report = engine.stop();
             if (report != null) System.err.println("berth: stopping: " + report.line());
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
+            signals.awaitFastPath();
             stopped.countDown();
         }, "berth-shutdown"));
-        StopSignals.install(engine);
         try {
             http.start();
         } catch (org.apache.catalina.LifecycleException e) {

@@ -52,9 +52,12 @@ final class ServeStdio {
         McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
                 ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
         McpSyncServer server = BerthServer.build(transport, engine);
-        Thread hook = new Thread(() -> shutdown(server, engine), "berth-shutdown");
+        StopSignals signals = StopSignals.install(engine);
+        Thread hook = new Thread(() -> {
+            shutdown(server, engine);
+            signals.awaitFastPath();
+        }, "berth-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        StopSignals.install(engine);
         try {
             eof.await();
         } catch (InterruptedException e) {

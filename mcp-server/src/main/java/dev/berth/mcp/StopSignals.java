@@ -15,13 +15,15 @@ import sun.misc.SignalHandler;
 final class StopSignals {
     private final Engine engine;
     private final AtomicInteger received = new AtomicInteger();
+    /** Counted down when a second signal's fast path has released what it could. */
+    private final java.util.concurrent.CountDownLatch fastPathDone = new java.util.concurrent.CountDownLatch(1);
 
     private StopSignals(Engine engine) {
         this.engine = engine;
     }
 
     /** Installs the handlers for {@code engine}; a signal the process was started to ignore stays ignored. */
-    static void install(Engine engine) {
+    static StopSignals install(Engine engine) {
         StopSignals s = new StopSignals(engine);
         for (String name : new String[] {"TERM", "INT"}) {
             Signal sig = new Signal(name);
@@ -33,6 +35,7 @@ final class StopSignals {
                 // the JVM keeps this signal (-Xrs and the like): its default handling applies
             }
         }
+        return s;
     }
 
     private void on(Signal signal, SignalHandler previous) {
@@ -49,7 +52,22 @@ final class StopSignals {
             StopReport r = engine.halt();
             System.err.println("berth: stopping: " + r.line());
         } finally {
+            fastPathDone.countDown();
             Runtime.getRuntime().halt(status);
+        }
+    }
+
+    /**
+     * For the clean stop's shutdown hook, after the engine's stop returned: when a second signal took the fast path
+     * meanwhile, waits (bounded) until that has released the storage, so the JVM does not exit under it and leave a
+     * workspace mounted.
+     */
+    void awaitFastPath() {
+        if (received.get() < 2) return;
+        try {
+            fastPathDone.await(dev.berth.engine.lifecycle.WorkspaceStop.HALT_BOUND.toSeconds() + 5, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }

@@ -21,7 +21,7 @@ import tools.jackson.databind.JsonNode;
 class StopE2eTest {
     /** The engine's stop bound (WorkspaceStop.BOUND) and grace (WorkspaceStop.TERM_GRACE), in milliseconds. */
     private static final long BOUND_MS = 60_000;
-    private static final long GRACE_MS = 3_000;
+    private static final long GRACE_MS = 1_000;
 
     private static RawStdio server(Path home, Path stderr) throws Exception {
         return server(home, stderr, "namespace");
@@ -114,14 +114,17 @@ class StopE2eTest {
             s.ok("run", Map.of("workspace", "fast", "background", true, "command", "trap '' TERM; sleep 600"));
             long t0 = System.nanoTime();
             s.process.toHandle().destroy();
-            Thread.sleep(500);
+            // the second signal as soon as the clean stop has begun, well inside its grace for the command
+            dev.berth.engine.Await.until("the clean stop began", java.time.Duration.ofSeconds(10),
+                    () -> Files.readString(err).contains("berth: SIGTERM: stopping"));
             s.process.toHandle().destroy();
             assertTrue(s.process.waitFor(30, TimeUnit.SECONDS), "no exit 30 s after the second SIGTERM");
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertEquals(143, s.process.exitValue());
             String log = Files.readString(err);
             assertTrue(log.contains("berth: second SIGTERM while stopping: fast stop"), log);
-            assertTrue(log.contains("fast stop: killed 1 sandbox"), log);
+            // which of the two paths prints its report last is a race (the clean stop's grace is 1 s); what must hold
+            // is the bound, the exit status, nothing left behind and a recoverable workspace, checked here and below
             assertTrue(ms < 15_000, "the fast path took " + ms + " ms");
         }
         HomeLeaks.assertNone(home);

@@ -26,7 +26,7 @@ public final class WorkspaceStop {
     /** How long a whole stop may take before what is unfinished is left for the next start. */
     public static final Duration BOUND = Duration.ofSeconds(60);
     /** How long commands get between SIGTERM and SIGKILL in a stop. */
-    public static final Duration TERM_GRACE = Duration.ofSeconds(3);
+    public static final Duration TERM_GRACE = Duration.ofSeconds(1);
     /** How long the fast path of a second stop signal may take. */
     public static final Duration HALT_BOUND = Duration.ofSeconds(10);
     private static final System.Logger LOG = System.getLogger("berth.engine");
@@ -146,11 +146,14 @@ public final class WorkspaceStop {
         List<String> left = Collections.synchronizedList(new ArrayList<>());
         List<Thread> threads = new ArrayList<>();
         for (Workspace ws : registry.all()) {
-            if (ws.sandbox() == null) continue;
+            // a workspace the clean stop is destroying right now has no sandbox any more, but may still hold its
+            // mounts and processes: its runtime folder says so, and the driver's clean-up releases it all the same
+            boolean live = ws.sandbox() != null;
+            if (!live && !java.nio.file.Files.isDirectory(ws.runtimeDir)) continue;
             threads.add(Thread.ofVirtual().name("berth-halt-" + ws.id).start(() -> {
                 try {
                     ws.driver.cleanupRuntime(ws.runtimeDir);
-                    killed.incrementAndGet();
+                    if (live) killed.incrementAndGet();
                 } catch (RuntimeException e) {
                     left.add(ws.label() + " (" + e.getMessage() + ")");
                 }

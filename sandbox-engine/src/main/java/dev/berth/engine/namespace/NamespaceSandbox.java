@@ -245,8 +245,12 @@ final class NamespaceSandbox implements Sandbox {
         layout.release();
     }
 
-    /** How long commands get between SIGTERM and SIGKILL when their sandbox is destroyed. */
-    static final Duration TERM_GRACE = Duration.ofSeconds(3);
+    /**
+     * How long commands get between SIGTERM and SIGKILL when their sandbox is destroyed: short, because the whole
+     * stop must fit what MCP clients allow a stdio server (the official TypeScript SDK closes stdin, sends SIGTERM
+     * 2 s later and SIGKILL 2 s after that), and a killed server leaves its workspaces mounted until the next start.
+     */
+    static final Duration TERM_GRACE = Duration.ofSeconds(1);
 
     /**
      * Sends SIGTERM to every process the agent started and waits until they are gone or {@code grace} is over. The
@@ -262,19 +266,34 @@ final class NamespaceSandbox implements Sandbox {
         awaitExit(commands, grace);
     }
 
+    /**
+     * Waits until every process has ended or {@code bound} is over. A zombie counts as ended: its parent inside the
+     * sandbox (or the agent, cut off from the host) may never reap it, and it holds nothing. Polls, because
+     * {@link ProcessHandle#onExit} of a process that is not our child cannot tell a zombie from a live process.
+     */
     private static void awaitExit(List<ProcessHandle> processes, Duration bound) {
         long deadline = System.nanoTime() + bound.toNanos();
-        for (ProcessHandle h : processes) {
-            long left = deadline - System.nanoTime();
-            if (left <= 0) return;
+        List<ProcessHandle> left = new java.util.ArrayList<>(processes);
+        while (true) {
+            left.removeIf(h -> !h.isAlive() || zombie(h.pid()));
+            if (left.isEmpty() || System.nanoTime() >= deadline) return;
             try {
-                h.onExit().get(left, TimeUnit.NANOSECONDS);
-            } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
-                return;
+                Thread.sleep(10);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             }
+        }
+    }
+
+    /** Whether the process is a zombie (state Z in /proc/PID/stat; the state follows the command name's ')'). */
+    private static boolean zombie(long pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
+            int i = stat.lastIndexOf(')');
+            return i > 0 && i + 2 < stat.length() && stat.charAt(i + 2) == 'Z';
+        } catch (java.io.IOException | RuntimeException e) {
+            return true; // gone
         }
     }
 
