@@ -7,6 +7,8 @@
 # The lanes share nothing but the read-only installed jars and the guest image cache (built under a file lock), so
 # they overlap the waits of one (VM boots, npm, fsyncs) with the work of the other on two cores.
 # Each lane's whole Maven output is printed when both have ended, then the per-module times and the slowest classes.
+# A failing test does not stop its lane: every test runs, and the count from the reports (and each lane's build
+# status) decides the exit status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=target/test-lanes
@@ -26,8 +28,8 @@ lane() { # name, maven arguments...
   echo "$rc $(( $(date +%s) - t0 ))" > "$logs/$name.rc"
   echo "test-lanes: lane $name ended: exit $rc after $(( $(date +%s) - t0 )) s" >&2
 }
-lane units verify -pl tool-schemas,egress-proxy,sandbox-engine &
-lane e2e verify -pl mcp-server &
+lane units -fae -Dmaven.test.failure.ignore=true verify -pl tool-schemas,egress-proxy,sandbox-engine &
+lane e2e -fae -Dmaven.test.failure.ignore=true verify -pl mcp-server &
 wait
 
 rc=0
@@ -39,6 +41,7 @@ for name in units e2e; do
 done
 echo "================================================================ summary"
 for name in units e2e; do read -r code secs < "$logs/$name.rc"; echo "lane $name: exit $code, ${secs} s"; done
-scripts/test-times.sh || true
+# a failed test does not stop its lane (every test runs and is reported); the reports decide the outcome
+scripts/test-times.sh || rc=1
 echo "whole suite: $(( $(date +%s) - start )) s"
 exit $rc
