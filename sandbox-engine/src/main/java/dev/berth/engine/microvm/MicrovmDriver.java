@@ -156,11 +156,19 @@ public final class MicrovmDriver implements IsolationDriver {
         return List.copyOf(out);
     }
 
+    /** The accelerator, detected once per driver on the guest image's kernel ({@link Accel#detect}). */
     Accel accel() {
         Accel a = accel;
         if (a == null) {
             synchronized (this) {
-                if (accel == null) accel = Accel.detect(home.settings());
+                if (accel == null) {
+                    try {
+                        accel = Accel.detect(home.settings(), image().kernel());
+                    } catch (IOException e) {
+                        // no kernel to probe with: nothing can start either; not kept, the next call tries again
+                        return new Accel(false, Accel.hostTscKhz(), "no guest kernel to probe KVM with (" + e.getMessage() + "): TCG");
+                    }
+                }
                 a = accel;
             }
         }

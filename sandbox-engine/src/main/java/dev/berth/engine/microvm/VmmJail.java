@@ -95,6 +95,8 @@ final class VmmJail {
             groups.add(gid);
             if (!layer) rw.add(mem);
         }
+        // a KVM machine opens /dev/kvm through the device's group (Accel.jailedAccess checked it is not root's)
+        if (accel.kvm() && Accel.kvmGroup() >= 0) groups.add(Accel.kvmGroup());
         ro.removeIf(p -> p.startsWith(state) || p.equals(mem));
 
         List<Path> cgroups = cgroups(id, spec, accel);

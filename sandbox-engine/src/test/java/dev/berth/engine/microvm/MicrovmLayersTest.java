@@ -200,7 +200,8 @@ class MicrovmLayersTest {
         // the server "dies": its QMP and agent connections close (QEMU takes one client at a time), QEMU lives on
         ((MicrovmSandbox) ws2).machine().qmp.close();
         ws2.agent().close();
-        var adopted = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST).adopt(request("ws-crash2", new StartRequest.Resume()));
+        MicrovmDriver successor = new MicrovmDriver(TestImages.builder(), MicrovmDriver.ImageKind.TEST);
+        var adopted = successor.adopt(request("ws-crash2", new StartRequest.Resume()));
         assertTrue(adopted.isPresent());
         Sandbox back = adopted.get();
         synchronized (all) { all.add(back); }
@@ -209,6 +210,9 @@ class MicrovmLayersTest {
         assertEquals("mem\nkept\n", Guest.sh(back.agent(), "cat /tmp/k /workspace/k").out());
         Guest.sh(back.agent(), "echo after > /workspace/a; sync");
         back.park();
+        // park does not wait for QEMU to exit; the adopting driver's clean-up of the runtime directory must end
+        // before another driver on the same home starts there (the engine quiesces a driver it drops: Engine.close)
+        successor.quiesce();
         Sandbox again = start("ws-crash2", new StartRequest.Resume());
         assertEquals("after\nkept\n", Guest.sh(again.agent(), "cat /workspace/a /workspace/k").out());
         assertEquals(1, DiskLayers.chain(stateDir("ws-crash2").resolve("data.qcow2")).size());

@@ -32,7 +32,7 @@ class QemuMachineTest {
     @BeforeAll
     static void boot() throws Exception {
         image = TestImages.builder().testImage(ShellGuest.SHELL_AGENT);
-        accel = Accel.detect(SETTINGS);
+        accel = Accel.detect(SETTINGS, image.kernel());
         stateDir = dir.resolve("ws");
         Files.createDirectories(stateDir);
         spec = new VmSpec(image.id(), image.kernel().toString(), image.initramfs().toString(), null, 128, 1,
