@@ -23,6 +23,12 @@ import tools.jackson.databind.JsonNode;
 abstract class AbstractSharedHomeE2eTest {
     @TempDir Path home;
 
+    /** Runs before JUnit deletes the home: a leak of the servers this test stopped is named here. */
+    @org.junit.jupiter.api.AfterEach
+    void nothingLeftBehind() {
+        HomeLeaks.assertNone(home);
+    }
+
     abstract String[] serverArgs();
 
     /** Whether park keeps running processes on this driver (then a background process survives a takeover too). */

@@ -96,6 +96,7 @@ class ConformanceE2eTest {
                 proxy.destroy();
             }
         }
+        HomeLeaks.assertNone(dir); // the server stopped: nothing of it is left under its home
     }
 
     static List<String> listServerScenarios(Path home) throws Exception {

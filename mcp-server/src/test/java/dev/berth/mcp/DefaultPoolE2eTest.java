@@ -16,6 +16,12 @@ import tools.jackson.databind.JsonNode;
 class DefaultPoolE2eTest {
     @TempDir Path home;
 
+    /** Runs before JUnit deletes the home: a leak of the servers this test stopped is named here. */
+    @org.junit.jupiter.api.AfterEach
+    void nothingLeftBehind() {
+        HomeLeaks.assertNone(home);
+    }
+
     @Test
     void noConfig_aFreshOpenClaimsAWaitingSandbox_andTheNextIsFresh() throws Exception {
         try (McpBridge mcp = McpBridge.stdio(home, "--isolation", "namespace")) {

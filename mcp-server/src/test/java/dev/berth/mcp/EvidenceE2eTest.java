@@ -61,6 +61,7 @@ class EvidenceE2eTest {
         assertTrue(clean, "berth http (JSON logs on) must still say it stopped cleanly on SIGTERM");
         var v = berth("audit", "verify", "--home", server.home.toString());
         assertEquals(0, v.code(), "after shutdown every chain verifies: " + v.out());
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

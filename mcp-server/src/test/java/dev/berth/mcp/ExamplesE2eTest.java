@@ -32,6 +32,7 @@ class ExamplesE2eTest {
             assertEquals(0, p.exitValue(), out);
             assertTrue(out.contains("forked from snapshot 'before-refactor-") && out.strip().endsWith("done"), out);
         } finally {
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }
@@ -49,6 +50,7 @@ class ExamplesE2eTest {
             for (String suite : List.of("unit: ok", "integration: ok", "lint: ok")) assertTrue(out.contains(suite), out);
             assertTrue(out.strip().endsWith("done"), out);
         } finally {
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }
@@ -71,6 +73,7 @@ class ExamplesE2eTest {
             narrowed.path("egress_policy").forEach(p -> n.add(p.asString()));
             assertTrue(n.contains("registry.npmjs.org:[443]") && n.stream().noneMatch(x -> x.contains("evil")), n.toString());
         } finally {
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }
@@ -99,6 +102,7 @@ class ExamplesE2eTest {
                 assertEquals("berth", hello.path("serverInfo").path("name").asString());
             }
         } finally {
+            HomeLeaks.assertNone(dir); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }
@@ -150,6 +154,7 @@ class ExamplesE2eTest {
                         env.toString());
             }
         } finally {
+            HomeLeaks.assertNone(dir); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }

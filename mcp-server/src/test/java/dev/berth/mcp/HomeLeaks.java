@@ -79,15 +79,17 @@ final class HomeLeaks {
         return out;
     }
 
-    /** The ids of the workspaces the home knows: their folders, their runtime folders. */
+    /**
+     * The ids of the workspaces the home knows: their folders, their runtime folders; also in homes one or two levels
+     * down (a test's folder that holds the server's home).
+     */
     private static Set<String> workspaceIds(Path home) {
         Set<String> ids = new TreeSet<>();
-        for (String sub : new String[] {"workspaces", "run"}) {
-            try (var s = Files.list(home.resolve(sub))) {
-                s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("ws-")).forEach(ids::add);
-            } catch (IOException ignored) {
-                // no such folder
-            }
+        try (var s = Files.find(home, 4, (p, a) -> a.isDirectory() && p.getFileName().toString().startsWith("ws-")
+                && p.getParent() != null && Set.of("workspaces", "run").contains(p.getParent().getFileName().toString()))) {
+            s.forEach(p -> ids.add(p.getFileName().toString()));
+        } catch (IOException | java.io.UncheckedIOException ignored) {
+            // a folder went away or is not ours to read
         }
         return ids;
     }

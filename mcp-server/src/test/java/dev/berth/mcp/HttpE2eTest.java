@@ -60,6 +60,7 @@ class HttpE2eTest {
         boolean clean = server.stoppedCleanly();
         System.out.println(server.log()); // kept in failsafe-reports/*-output.txt
         assertTrue(clean, "berth http must shut down cleanly on SIGTERM (exit " + server.process.exitValue() + "); its log is in the test output");
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

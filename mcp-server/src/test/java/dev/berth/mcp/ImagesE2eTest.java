@@ -90,6 +90,7 @@ class ImagesE2eTest {
             Cli gc = berth(home, "image", "gc");
             assertEquals(0, gc.exit(), gc.out());
         } finally {
+            HomeLeaks.assertNone(dir); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }
@@ -126,6 +127,7 @@ class ImagesE2eTest {
             Cli typo = berth(home, "image", "build", broken.toString());
             assertEquals(2, typo.exit(), typo.out());
         } finally {
+            HomeLeaks.assertNone(dir); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }
@@ -169,6 +171,7 @@ class ImagesE2eTest {
                 assertEquals("ID=" + OciFixture.MARKER, r.path("stdout").asString().strip(), r.toString());
             }
         } finally {
+            HomeLeaks.assertNone(dir); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(dir);
         }
     }

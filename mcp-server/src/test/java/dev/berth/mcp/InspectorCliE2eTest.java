@@ -52,6 +52,7 @@ class InspectorCliE2eTest {
             assertFalse(r.path("isError").asBoolean(), r.toString());
             SchemaCheck.assertValid("list_workspaces", r.path("structuredContent"));
         } finally {
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }

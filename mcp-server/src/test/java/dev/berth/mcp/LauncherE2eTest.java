@@ -48,6 +48,7 @@ class LauncherE2eTest {
 
     @AfterAll
     void cleanUp() throws IOException {
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

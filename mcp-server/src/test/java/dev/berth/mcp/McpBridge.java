@@ -26,6 +26,8 @@ final class McpBridge implements AutoCloseable {
     private final Process process;
     private final OutputStream in;
     private final BufferedReader out;
+    /** The client's and the server's standard error, printed into the test's output when the bridge closes. */
+    private final Path stderr;
 
     private McpBridge(List<String> cmd) throws IOException {
         this(cmd, Map.of());
@@ -35,7 +37,8 @@ final class McpBridge implements AutoCloseable {
         if (!Files.isDirectory(NODE_DIR.resolve("node_modules/@modelcontextprotocol/sdk"))) {
             throw new IllegalStateException("the MCP TypeScript SDK is not installed: run `npm ci --prefix " + NODE_DIR + "`");
         }
-        ProcessBuilder pb = new ProcessBuilder(cmd).directory(NODE_DIR.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        stderr = Files.createTempFile("berth-bridge-", ".err");
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(NODE_DIR.toFile()).redirectError(stderr.toFile());
         pb.environment().putAll(env);
         process = pb.start();
         in = process.getOutputStream();
@@ -172,6 +175,12 @@ final class McpBridge implements AutoCloseable {
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
+        } finally {
+            // into failsafe-reports/<class>-output.txt: what the server said about its stop is there for a failure
+            String err = Files.readString(stderr, StandardCharsets.UTF_8);
+            String tail = err.length() > 8192 ? "..." + err.substring(err.length() - 8192) : err;
+            System.out.println("--- stderr of the MCP client bridge and its server:\n" + tail);
+            Files.deleteIfExists(stderr);
         }
     }
 }

@@ -27,6 +27,12 @@ class MicrovmProcessHandleE2eTest {
     private static final Pattern TICK = Pattern.compile("tick (\\d+)");
     @TempDir Path home;
 
+    /** Runs before JUnit deletes the home: a leak of the servers this test stopped is named here. */
+    @org.junit.jupiter.api.AfterEach
+    void nothingLeftBehind() {
+        HomeLeaks.assertNone(home);
+    }
+
     /** Reads the process until its stdout so far holds a tick above {@code above}; returns the highest tick seen. */
     private static int followUntilTickAbove(McpBridge mcp, String ws, String process, int above, StringBuilder seen) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);

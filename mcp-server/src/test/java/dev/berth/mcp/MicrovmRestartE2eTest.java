@@ -26,6 +26,12 @@ class MicrovmRestartE2eTest {
     static final String[] ARGS = {"--isolation", "microvm", "--microvm-image", "test"};
     @TempDir Path home;
 
+    /** Runs before JUnit deletes the home: a leak of the servers this test stopped is named here. */
+    @org.junit.jupiter.api.AfterEach
+    void nothingLeftBehind() {
+        HomeLeaks.assertNone(home);
+    }
+
     @Test
     void cleanRestart_runningProcessSurvivesInsideTheParkedVm() throws Exception {
         long serverPid;

@@ -79,6 +79,7 @@ class PreviewE2eTest {
     @AfterAll
     void stop() throws IOException {
         if (mcp != null) mcp.close();
+        HomeLeaks.assertNone(home); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(home);
     }
 

@@ -48,6 +48,7 @@ class PreviewHttpE2eTest {
         if (alice != null) alice.close();
         if (bob != null) bob.close();
         if (server != null) server.close();
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

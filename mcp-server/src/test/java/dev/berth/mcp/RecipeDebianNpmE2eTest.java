@@ -146,6 +146,7 @@ class RecipeDebianNpmE2eTest {
                 Map.of("Env", List.of("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")),
                 "test:host-debian-packages", null, ImportLimits.DEFAULT, l -> { });
         baseMillis = (System.nanoTime() - t0) / 1_000_000;
+        HomeLeaks.assertNone(tree); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(tree);
     }
 
@@ -161,6 +162,7 @@ class RecipeDebianNpmE2eTest {
             k.environment().put("GNUPGHOME", gnupg.toString());
             k.start().waitFor(30, TimeUnit.SECONDS);
         }
+        if (dir != null) HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         if (dir != null) dev.berth.engine.spi.Trees.delete(dir);
     }
 

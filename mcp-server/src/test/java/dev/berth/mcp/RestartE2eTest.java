@@ -20,6 +20,12 @@ import tools.jackson.databind.JsonNode;
 class RestartE2eTest {
     @TempDir Path home;
 
+    /** Runs before JUnit deletes the home: a leak of the servers this test stopped is named here. */
+    @org.junit.jupiter.api.AfterEach
+    void nothingLeftBehind() {
+        HomeLeaks.assertNone(home);
+    }
+
     @Test
     void killNine_persistentFilesSurviveAndSandboxDiesWithServer() throws Exception {
         String id;

@@ -42,6 +42,7 @@ class ResultSizeE2eTest {
     @AfterAll
     void stop() throws Exception {
         http.close();
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

@@ -64,6 +64,7 @@ class SecretsE2eTest {
     void stop() throws IOException {
         if (mcp != null) mcp.close();
         if (upstream != null) upstream.stop(0);
+        HomeLeaks.assertNone(dir); // a leak is named here, before the delete
         dev.berth.engine.spi.Trees.delete(dir);
     }
 

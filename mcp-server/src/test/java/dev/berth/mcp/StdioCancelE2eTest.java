@@ -23,6 +23,7 @@ class StdioCancelE2eTest {
             assertEquals("started\n0", HttpE2eTest.commandGone(c, id));
             HttpE2eTest.ok(c, "close_workspace", Map.of("workspace", id));
         } finally {
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }

@@ -62,6 +62,7 @@ class StdioWireE2eTest {
             assertEquals(0, p.exitValue());
         } finally {
             p.destroyForcibly();
+            HomeLeaks.assertNone(home); // a leak is named here, before the delete
             dev.berth.engine.spi.Trees.delete(home);
         }
     }

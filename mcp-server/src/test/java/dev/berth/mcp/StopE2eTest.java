@@ -51,7 +51,7 @@ class StopE2eTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"namespace", "microvm"})
+    @ValueSource(strings = {"namespace", "gvisor", "microvm"})
     void endOfStdin_commandsRunningInPersistentAndEphemeral_exitsCleanAndNextServerAdopts(String isolation) throws Exception {
         Path home = Files.createTempDirectory("berth-stop-");
         Path err = Files.createTempFile("berth-stop-", ".log");

@@ -440,10 +440,14 @@ public final class Engine implements AutoCloseable {
         closed = true;
         reaper.close();
         try {
+            // the warm pool's members go beside the workspaces' stop, not after it: a member still starting (seconds on
+            // a loaded host) must not hold up the stop past what an MCP client waits before it kills the server
+            var poolClosed = pool == null ? java.util.concurrent.CompletableFuture.<Void>completedFuture(null)
+                    : java.util.concurrent.CompletableFuture.runAsync(pool::close, r -> Thread.ofVirtual().name("berth-pool-close").start(r));
             var report = lifecycle.shutdown(dev.berth.engine.lifecycle.WorkspaceStop.BOUND, dev.berth.engine.lifecycle.WorkspaceStop.TERM_GRACE);
             for (var d : config.drivers()) d.quiesce(); // parked machines exit after their park returned
             forks.close();
-            if (pool != null) pool.close();
+            poolClosed.join();
             lifecycle.starter.close();
             return report;
         } finally {
@@ -460,6 +464,7 @@ public final class Engine implements AutoCloseable {
      */
     public dev.berth.engine.lifecycle.StopReport halt() {
         closed = true;
+        if (pool != null) pool.halt(); // its waiting members are sandboxes too; one still starting is left to recovery
         return lifecycle.halt(dev.berth.engine.lifecycle.WorkspaceStop.HALT_BOUND);
     }
 }

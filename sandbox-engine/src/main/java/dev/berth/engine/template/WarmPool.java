@@ -142,7 +142,7 @@ public final class WarmPool {
             Store.traverseOnly(dir);
             Sandbox s = d.start(new StartRequest(id, dir.resolve("state"), rt, new StartRequest.Fresh(), Resources.DEFAULT, Runner.PROXY_PORT));
             try {
-                warmUp(s);
+                warmUp(s, this::isClosed);
             } catch (IOException | RuntimeException e) {
                 s.destroy();
                 throw e;
@@ -175,7 +175,7 @@ public final class WarmPool {
      * the agent's first confined run. Writes nothing in the workspace. A member whose warm-up fails or hangs is not
      * kept (it may still run the command).
      */
-    private static void warmUp(Sandbox s) throws IOException {
+    private static void warmUp(Sandbox s, java.util.function.BooleanSupplier closed) throws IOException {
         var env = Runner.baseEnvironment().entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
         var request = new dev.berth.engine.agent.ExecRequest(List.of("/bin/sh", "-c", "true"), env, Runner.DEFAULT_CWD, 30_000, false);
         var quiet = new dev.berth.engine.agent.ExecListener() {
@@ -183,6 +183,7 @@ public final class WarmPool {
             @Override public void onStderr(byte[] data) { }
         };
         for (int i = 0; i < WARM_UP_RUNS; i++) {
+            if (closed.getAsBoolean()) return; // the pool is closing: the member is discarded, its warm-up is moot
             AgentConfigGuard.fingerprint(s.agent());
             dev.berth.engine.agent.ExecExit exit;
             try {
@@ -198,6 +199,37 @@ public final class WarmPool {
         }
     }
 
+    /**
+     * The fast path of a second stop signal: stops refilling and destroys the waiting members now, without waiting
+     * for a start in flight (if the process ends before that start does, the next server's recovery deletes what it
+     * left, like any half-created workspace).
+     */
+    public void halt() {
+        discardWaiting();
+        filler.shutdown();
+    }
+
+    /** Marks the pool closed and destroys the members waiting, outside the lock (a destroy unmounts and may take a while). */
+    private void discardWaiting() {
+        List<Map.Entry<IsolationDriver, Member>> taken = new java.util.ArrayList<>();
+        synchronized (this) {
+            closed = true;
+            for (var e : ready.entrySet()) {
+                for (Member m : e.getValue()) taken.add(Map.entry(drivers.get(e.getKey()), m));
+                e.getValue().clear();
+            }
+        }
+        for (var e : taken) {
+            try {
+                discard(e.getKey(), e.getValue());
+            } catch (RuntimeException x) {
+                LOG.log(System.Logger.Level.WARNING, "warm pool: destroying " + e.getValue().id() + " failed: " + x.getMessage());
+            }
+        }
+    }
+
+    private synchronized boolean isClosed() { return closed; }
+
     private void discard(IsolationDriver d, Member m) {
         m.sandbox().destroy();
         d.cleanupRuntime(store.runtimeDir(m.id()));
@@ -205,15 +237,12 @@ public final class WarmPool {
         Store.deleteQuietly(store.workspaceDir(m.id()));
     }
 
-    /** Destroys every waiting member and stops refilling; a start in flight discards its member when it ends. */
+    /**
+     * Destroys every waiting member and stops refilling; a start in flight skips the rest of its warm-up and discards
+     * its member when it ends, which this waits for (the engine runs this beside the workspaces' own stop).
+     */
     public void close() {
-        synchronized (this) {
-            closed = true;
-            for (var e : ready.entrySet()) {
-                for (Member m : e.getValue()) discard(drivers.get(e.getKey()), m);
-                e.getValue().clear();
-            }
-        }
+        discardWaiting();
         // no interrupt: a start cut short in a mount or a process could leave them behind; queued ones return at once
         filler.shutdown();
         try {
