@@ -17,6 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.berth.engine.host.GuestNames;
 import dev.berth.engine.image.ImageRecord;
 import dev.berth.engine.image.ImportLimits;
 import dev.berth.engine.image.OciFixture;
@@ -111,6 +112,28 @@ public abstract class AbstractImageWorkspaceTest {
         RunResult again = run(ws2, "cat /etc/os-release; cat /var/lib/tiny/state; test -e /bin/planted && echo planted; echo end");
         assertEquals(List.of("ID=" + OciFixture.MARKER, "seeded", "end"), again.stdout().strip().lines().toList());
         engine.closeWorkspace(Tenant.LOCAL, ws2, true);
+    }
+
+    @Test
+    void openOnImage_keepsItsOwnHostsEntries_andGetsTheNamesEveryWorkspaceHas() throws Exception {
+        String ws = open(null, "tiny", null).workspace().id();
+        try {
+            RunResult r = run(ws, "cat /etc/hosts; hostname; cat /etc/hostname; grep '^hosts:' /etc/nsswitch.conf");
+            assertEquals(OciFixture.HOSTS + "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t"
+                    + GuestNames.HOSTNAME + "\n" + GuestNames.HOSTNAME + "\n" + GuestNames.HOSTNAME + "\nhosts:          files dns\n",
+                    r.stdout(), r.toString());
+            assertEquals(GuestNames.RESOLV_CONF, run(ws, "cat /etc/resolv.conf").stdout());
+            // localhost and the image's own name resolve (nothing listens: refused, not "bad address"); others fail at once
+            // (busybox wget: -T crashes the Debian build)
+            RunResult w = run(ws, "for h in localhost image-db registry.example.com; do wget -Y off -q -O- http://$h:1/ 2>&1; done");
+            List<String> lines = w.stdout().strip().lines().toList();
+            assertEquals(3, lines.size(), w.toString());
+            assertTrue(lines.get(0).matches("wget: can't connect to remote host \\((127\\.0\\.0\\.1|::1)\\): Connection refused"), w.toString());
+            assertTrue(lines.get(1).startsWith("wget: can't connect to remote host (10.1.2.3): "), w.toString());
+            assertEquals("wget: bad address 'registry.example.com:1'", lines.get(2), w.toString());
+        } finally {
+            engine.closeWorkspace(Tenant.LOCAL, ws, true);
+        }
     }
 
     @Test

@@ -147,6 +147,7 @@ public final class GvisorDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                dev.berth.engine.host.GuestNames.prepare(request.image(), layout);
                 GvisorSandbox.removeCgroups(request.workspaceId()); // a previous sandbox's, if it died
                 String cgroup = request.workspaceId() + "-" + Long.toHexString(System.nanoTime() & 0xffffffffL);
                 Path bundle = OciBundle.write(Files.createDirectories(request.runtimeDir().resolve("bundle")), layout, etc, agent,

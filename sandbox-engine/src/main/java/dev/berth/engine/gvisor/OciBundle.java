@@ -1,5 +1,6 @@
 package dev.berth.engine.gvisor;
 
+import dev.berth.engine.host.GuestNames;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.StartRequest;
 import java.io.IOException;
@@ -58,6 +59,12 @@ final class OciBundle {
             mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
             mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
         }
+        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
+        // built-in hostname and resolver files
+        for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
+                image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
+            mounts.add(mount(v.target(), "bind", v.source().toString(), v.writable() ? List.of("bind") : List.of("bind", "ro")));
+        }
         mounts.add(mount("/tmp", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 1024) + "m")));
         mounts.add(mount("/workspace", "bind", s.resolve("workspace").toString(), List.of("rbind")));
         mounts.add(mount("/root", "bind", s.resolve("home").toString(), List.of("rbind")));
@@ -109,7 +116,7 @@ final class OciBundle {
         spec.put("process", process);
         // the imported image's root tree (read-only, never written), else the empty root made above
         spec.put("root", Map.of("path", req.image() != null ? req.image().rootTree().toString() : "rootfs", "readonly", true));
-        spec.put("hostname", "workspace");
+        spec.put("hostname", GuestNames.HOSTNAME);
         spec.put("mounts", mounts);
         spec.put("linux", linux);
         Files.writeString(bundle.resolve("config.json"), JSON.writeValueAsString(spec));

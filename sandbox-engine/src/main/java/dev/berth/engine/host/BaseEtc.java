@@ -9,13 +9,15 @@ import java.util.List;
 
 /**
  * The read-only {@code /etc} every namespace workspace sees: a curated copy of what programs need from the host's
- * /etc (library paths, certificates, alternatives symlinks) and fresh account files. Host secrets (shadow, ssh keys,
- * machine-id, sudoers, package-manager credentials) are never copied. Built once per Berth home, atomically.
+ * /etc (library paths, certificates, alternatives symlinks), fresh account files and the names every workspace sees
+ * ({@link GuestNames}: hosts, hostname, resolv.conf, nsswitch.conf). Host secrets (shadow, ssh keys, machine-id,
+ * sudoers, package-manager credentials) and the host's resolver setup are never copied. Built once per Berth home and
+ * {@link #VERSION}, atomically.
  */
 public final class BaseEtc {
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     private static final List<String> COPIED = List.of("alternatives", "ca-certificates", "ca-certificates.conf", "ssl",
-            "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf", "protocols",
+            "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "protocols",
             "services", "mime.types", "profile", "profile.d", "bash.bashrc", "inputrc", "debian_version", "os-release",
             "gai.conf", "host.conf", "magic", "magic.mime", "python3", "python3.11", "perl", "login.defs", "environment",
             "manpath.config", "locale.alias");
@@ -37,9 +39,11 @@ public final class BaseEtc {
         }
         Files.writeString(tmp.resolve("passwd"), "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
         Files.writeString(tmp.resolve("group"), "root:x:0:\nnogroup:x:65534:\n");
-        Files.writeString(tmp.resolve("hosts"), "127.0.0.1 localhost workspace\n::1 localhost ip6-localhost ip6-loopback\n");
-        Files.writeString(tmp.resolve("hostname"), "workspace\n");
-        // no resolv.conf: there is no DNS inside a workspace; names are resolved by the egress proxy
+        // the names every workspace sees (GuestNames); each workspace's own writable hosts file is bound over this one
+        Files.writeString(tmp.resolve("hosts"), GuestNames.DEFAULT_HOSTS);
+        Files.writeString(tmp.resolve("hostname"), GuestNames.HOSTNAME_FILE);
+        Files.writeString(tmp.resolve("resolv.conf"), GuestNames.RESOLV_CONF);
+        Files.writeString(tmp.resolve("nsswitch.conf"), GuestNames.NSSWITCH_CONF);
         HostCommand.exec("chmod", "-R", "a+rX", tmp.toString());
         try {
             Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);

@@ -14,6 +14,7 @@ import java.util.List;
  * layer/home       -> /root        $HOME: dotfiles, caches, ~/.npm, ~/.cache/pip
  * layer/usr-local  -> /usr/local   global installs (npm -g, pip without --user)
  * layer/var        -> /var         /var/tmp, /var/lib of tools that want it
+ * layer/etc/hosts  -> /etc/hosts   the workspace's own hosts file (GuestNames.ensureHosts)
  * layer/.berth/    -> /etc, /run/berth-agent   (image layout: root-owned copies, refreshed at every start)
  * layer/.berth-sock/ (image) or runtime/sock/ -> /run/berth   the agent's socket (host side listens)
  * </pre>

@@ -336,7 +336,8 @@ public final class ImageStore {
 
     /**
      * Where sandboxes mount their own things ({@code /proc}, {@code /dev}, {@code /tmp}, {@code /run}, the workspace's
-     * writable layer): created as empty root-owned directories when the image lacks them, so that nothing has to be
+     * writable layer): created as empty root-owned directories when the image lacks them (and empty files for the
+ * {@code /etc} files a sandbox puts its own over, {@code GuestNames.ETC_FILES}), so that nothing has to be
      * made in the read-only tree later. Never through a link: a mount point that is a link is left as it is (and
      * reported), and the namespace driver then refuses to start on the image.
      */
@@ -353,6 +354,10 @@ public final class ImageStore {
             }
             Files.createDirectory(p);
             Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(m.equals("tmp") ? "rwxrwxrwx" : "rwxr-xr-x"));
+        }
+        // and for the files of /etc that every workspace gets its own of (hosts, hostname, resolver: GuestNames)
+        for (String f : dev.berth.engine.host.GuestNames.addMountPoints(rootfs)) {
+            report.changed(f + ": a link or not a file in the image, so workspaces keep the image's own");
         }
     }
 

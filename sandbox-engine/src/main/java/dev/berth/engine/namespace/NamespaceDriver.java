@@ -5,6 +5,7 @@ import dev.berth.engine.host.BaseEtc;
 import dev.berth.engine.host.BtrfsPool;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.GuestNames;
 import dev.berth.engine.host.HostIdentity;
 import dev.berth.engine.host.ImageSeed;
 import dev.berth.engine.host.Layout;
@@ -131,6 +132,7 @@ public final class NamespaceDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                GuestNames.prepare(request.image(), layout);
                 return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();

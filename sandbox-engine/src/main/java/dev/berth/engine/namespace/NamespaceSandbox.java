@@ -3,6 +3,7 @@ package dev.berth.engine.namespace;
 import dev.berth.engine.agent.AgentClient;
 import dev.berth.engine.host.CgroupLimits;
 import dev.berth.engine.host.DiskImage;
+import dev.berth.engine.host.GuestNames;
 import dev.berth.engine.host.HostIdentity;
 import dev.berth.engine.host.Layout;
 import dev.berth.engine.spi.Limit;
@@ -115,7 +116,7 @@ final class NamespaceSandbox implements Sandbox {
         var runAs = req.image() == null ? null : req.image().runAs();
         c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--uid", runAs == null ? "0" : Integer.toUnsignedString(runAs.uid()),
-                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", "workspace",
+                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", GuestNames.HOSTNAME,
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
         // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
         // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
@@ -141,6 +142,16 @@ final class NamespaceSandbox implements Sandbox {
             }
             // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
             c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
+        }
+        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
+        // built-in hostname and resolver files (copies inside the image layout, as /etc above)
+        try {
+            for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
+                    image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
+                c.addAll(List.of(v.writable() ? "--bind" : "--ro-bind", v.source().toString(), v.target()));
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
         c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));

@@ -44,6 +44,9 @@ public final class OciFixture implements AutoCloseable {
      * An OCI layout at {@code dir/layout} with image {@code :v1}: static busybox as /bin/sh and a few applets,
      * /etc/os-release naming {@link #MARKER}, /srv/app/hello.txt, config Env GREETING and WorkingDir /srv/app.
      */
+    /** The image's own /etc/hosts: one entry, no localhost (workspaces get theirs added). */
+    public static final String HOSTS = "10.1.2.3\timage-db\n";
+
     public Path busyboxLayout() throws IOException {
         return busyboxLayout(null);
     }
@@ -67,7 +70,7 @@ public final class OciFixture implements AutoCloseable {
         Files.createDirectories(root.resolve("bin"));
         Files.copy(Path.of("/bin/busybox").toRealPath(), root.resolve("bin/busybox"));
         run("chmod", "0755", root.resolve("bin/busybox").toString());
-        for (String applet : List.of("sh", "ls", "cat", "echo", "env", "pwd", "id", "mkdir", "touch", "rm", "test", "grep", "stat", "sleep", "true", "wc", "head")) {
+        for (String applet : List.of("sh", "ls", "cat", "echo", "env", "pwd", "id", "mkdir", "touch", "rm", "test", "grep", "stat", "sleep", "true", "wc", "head", "hostname", "wget")) {
             Files.createSymbolicLink(root.resolve("bin").resolve(applet), Path.of("busybox"));
         }
         Files.createDirectories(root.resolve("etc"));
@@ -76,6 +79,7 @@ public final class OciFixture implements AutoCloseable {
                 + ":app:/home/app:/bin/sh\n");
         Files.writeString(root.resolve("etc/group"), "root:x:0:\nstaff:x:50:\napp:x:" + APP_GID + ":\n");
         Files.writeString(root.resolve("etc/removed-later"), "lower layer\n");
+        Files.writeString(root.resolve("etc/hosts"), HOSTS); // the image's own entry, without localhost
         Files.createDirectories(root.resolve("srv/app"));
         Files.writeString(root.resolve("srv/app/hello.txt"), "hello from the image\n");
         Files.createDirectories(root.resolve("var/lib/tiny"));
