@@ -98,7 +98,10 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
-        Quotas.Admission turn = session.usage().admit(true);
+        // an intercepted CONNECT dials nothing itself: its requests' upstream dials take the connection tokens
+        boolean intercepted = session.config().tlsPorts().contains(v.port())
+                && (!services.credentials().bindingsFor(session.context(), v.host()).isEmpty() || session.config().registryRule(v.host()) != null);
+        Quotas.Admission turn = session.usage().admit(!intercepted);
         if (turn.refused()) {
             refuse(ex, 429, turn.refusal());
             return;
