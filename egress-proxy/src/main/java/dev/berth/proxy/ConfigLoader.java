@@ -38,6 +38,7 @@ import tools.jackson.databind.node.ObjectNode;
  *   "presets": ["npm", "github"],
  *   "preset_mirrors": {"debian": [{"host": "apt.corp.example", "ports": [80]}]},  // preset:debian means the mirror
  *   "allow": [ {"host": "example.com", "ports": [443, 80]}, {"host": "*.corp.example"} ],
+ *   "internal_hosts": [{"host": "mirror.corp.example", "ranges": ["10.1.0.0/16"]}],  // named hosts into stated private ranges
  *   "limits": {"max_header_bytes": 32768, "header_timeout_ms": 10000, ...},
  *   "unsafe": {"unsafe_allow_loopback_upstreams": true},     // tests only; loudly audited
  *   "secrets": {
@@ -62,15 +63,13 @@ import tools.jackson.databind.node.ObjectNode;
  */
 public final class ConfigLoader {
     private static final System.Logger LOG = System.getLogger("berth.config");
-    private static final Set<String> TOP = Set.of("presets", "preset_mirrors", "allow", "limits", "unsafe", "secrets", "tls", "registry_rules", "advisories", "approval");
+    private static final Set<String> TOP = Set.of("presets", "preset_mirrors", "allow", "limits", "unsafe", "secrets", "tls", "registry_rules", "advisories", "approval",
+            "internal_hosts");
     private static final Set<String> APPROVAL = Set.of("hosts", "durations_s", "timeout_s");
-    private static final Set<String> RULE = Set.of("hosts", "push_repos", "min_release_age_days", "exempt");
+    private static final Set<String> RULE = Set.of("hosts", "push_repos", "min_release_age_days", "exempt", "api_hosts");
     private static final Set<String> SECRET = Set.of("env", "hosts", "headers", "from_env", "from_file", "unsafe_allow_plain_http");
     private static final Set<String> TLS = Set.of("upstream_trust", "ports");
     private static final Set<String> ENTRY = Set.of("host", "ports");
-    private static final Set<String> LIMITS = Set.of("quota_window_ms", "max_connects_per_second", "placeholder_ttl_ms", "max_header_bytes",
-            "max_header_count", "max_metadata_bytes", "header_timeout_ms", "idle_timeout_ms", "max_tunnels_per_workspace",
-            "max_bytes_per_workspace", "dns_timeout_ms", "connect_timeout_ms");
     private static final String UNSAFE_LOOPBACK = "unsafe_allow_loopback_upstreams";
     private static final Set<String> UNSAFE = Set.of(UNSAFE_LOOPBACK);
 
@@ -197,7 +196,23 @@ public final class ConfigLoader {
             }
             b.ceiling(new Policy(entries));
             JsonNode limits = root.get("limits");
-            if (limits != null) limits(limits, b);
+            if (limits != null) {
+                if (!limits.isObject()) throw new ConfigException("\"limits\" must be an object");
+                ConfigSections.limits(section(limits, "limits", ConfigSections.LIMITS), b);
+            }
+            JsonNode internal = root.get("internal_hosts");
+            if (internal != null) {
+                java.util.Map<String, ConfigKeys.Section> internalEntries = new java.util.LinkedHashMap<>();
+                if (internal.isArray()) {
+                    int i = 0;
+                    for (JsonNode e : internal.values()) {
+                        String at = root.name("internal_hosts") + "[" + i++ + "]";
+                        if (!e.isObject()) throw new ConfigException(at + " must be an object {\"host\" or \"preset\", \"ranges\"}");
+                        internalEntries.put(at, section(e, at, ConfigSections.INTERNAL_HOST));
+                    }
+                }
+                ConfigSections.internalHosts(internal, root.name("internal_hosts"), internalEntries, mirrors, b);
+            }
             JsonNode unsafeNode = root.get("unsafe");
             if (unsafeNode != null) {
                 if (!unsafeNode.isObject()) throw new ConfigException("\"unsafe\" must be an object");
@@ -367,6 +382,8 @@ public final class ConfigLoader {
                 try {
                     RegistryRule rule = RegistryRule.of(kind, strings(r.get("hosts"), at + ".hosts"), strings(r.get("push_repos"), r.path("push_repos")));
                     if (age != null) rule = rule.withMinReleaseAge(Duration.ofSeconds(Math.round(age.doubleValue() * 86400)), exempt);
+                    List<String> api = strings(r.get("api_hosts"), r.path("api_hosts"));
+                    if (api != null) rule = rule.withApiHosts(api);
                     b.registryRule(rule);
                 } catch (IllegalArgumentException ex) {
                     throw new ConfigException(ex.getMessage());
@@ -446,37 +463,9 @@ public final class ConfigLoader {
             }
             return new Policy.Entry(pattern, ports);
         }
-
-        private void limits(JsonNode node, ProxyConfig.Builder b) throws ConfigException {
-            if (!node.isObject()) throw new ConfigException("\"limits\" must be an object");
-            ConfigKeys.Section limits = section(node, "limits", LIMITS);
-            for (String k : limits.keys()) {
-                JsonNode v = limits.get(k);
-                String key = limits.path(k);
-                if (!v.isIntegralNumber() || v.longValue() <= 0) {
-                    throw new ConfigException(key + " must be a positive integer, got " + v);
-                }
-                long n = v.longValue();
-                switch (k) {
-                    case "max_header_bytes" -> b.maxHeaderBytes(toInt(n, key));
-                    case "max_header_count" -> b.maxHeaderCount(toInt(n, key));
-                    case "max_metadata_bytes" -> b.maxMetadataBytes(toInt(n, key));
-                    case "header_timeout_ms" -> b.headerTimeout(Duration.ofMillis(n));
-                    case "idle_timeout_ms" -> b.idleTimeout(Duration.ofMillis(n));
-                    case "max_tunnels_per_workspace" -> b.maxTunnelsPerWorkspace(toInt(n, key));
-                    case "max_bytes_per_workspace" -> b.maxBytesPerWorkspace(n);
-                    case "dns_timeout_ms" -> b.dnsTimeout(Duration.ofMillis(n));
-                    case "connect_timeout_ms" -> b.connectTimeout(Duration.ofMillis(n));
-                    case "quota_window_ms" -> b.quotaWindow(Duration.ofMillis(n));
-                    case "max_connects_per_second" -> b.maxConnectsPerSecond(toInt(n, key));
-                    case "placeholder_ttl_ms" -> b.placeholderTtl(Duration.ofMillis(n));
-                    default -> throw new AssertionError(k);
-                }
-            }
-        }
     }
 
-    private static List<String> strings(JsonNode n, String where) throws ConfigException {
+    static List<String> strings(JsonNode n, String where) throws ConfigException {
         if (n == null) return null;
         if (!n.isArray()) throw new ConfigException(where + " must be an array of strings");
         List<String> out = new ArrayList<>();
@@ -487,7 +476,7 @@ public final class ConfigLoader {
         return out;
     }
 
-    private static int toInt(long n, String key) throws ConfigException {
+    static int toInt(long n, String key) throws ConfigException {
         if (n > Integer.MAX_VALUE) throw new ConfigException(key + " must be a positive integer up to " + Integer.MAX_VALUE + ", got " + n);
         return (int) n;
     }

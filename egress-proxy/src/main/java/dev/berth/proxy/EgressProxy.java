@@ -9,6 +9,7 @@ import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.loop.PairedLocalLoops;
 import dev.berth.proxy.net.Resolver;
 import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.session.Gatekeeper;
 import dev.berth.proxy.session.Session;
@@ -33,6 +34,7 @@ import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.timeout.IdleStateHandler;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -95,7 +97,7 @@ public final class EgressProxy implements AutoCloseable {
             throw new IllegalStateException("egress proxy cannot start: " + e.getMessage(), e);
         }
         this.credentials = new CredentialRegistry(cfg.secrets(), cfg.placeholderTtl(), b.nanos);
-        this.shared = new Shared(settings, gk, b.audit, ca, upstreamTls, b.nanos);
+        this.shared = new Shared(settings, gk, b.audit, ca, upstreamTls, b.nanos, b.delays);
         credentials.onRevoke((g, why) -> shared.revoked(g.workspaceId(), g.runId(), g.sessions(), why));
         this.forwarding = new Forwarding(credentials, new SupplyGuard(cfg.advisories(), java.time.Instant::now));
         for (SecretBinding sb : cfg.secrets().values()) {
@@ -116,7 +118,19 @@ public final class EgressProxy implements AutoCloseable {
                     + cfg.approval().durations().stream().map(ApprovalSettings::label).toList()));
         }
         if (!cfg.registryRules().isEmpty()) b.audit.record(AuditRecord.note("registry-rules", cfg.registryRules().toString()));
-        for (String w : cfg.ceiling().sharedSuffixWarnings()) {
+        if (!cfg.internalHosts().isEmpty()) {
+            b.audit.record(AuditRecord.note("internal-hosts", "named hosts that may resolve into non-public ranges: " + cfg.internalHosts()));
+        }
+        List<String> suffixWarnings = new java.util.ArrayList<>(cfg.ceiling().sharedSuffixWarnings());
+        for (SecretBinding sb : cfg.secrets().values()) {
+            for (dev.berth.proxy.policy.HostPattern p : sb.patterns()) {
+                // a token sent to every stranger's bucket or repository under the suffix is a token given away
+                String w = Policy.sharedSuffixWarning(p, "secret '" + sb.name() + "' bound to '" + p + "'");
+                if (w != null) suffixWarnings.add(w);
+            }
+        }
+        suffixWarnings.addAll(cfg.approval().hosts().sharedSuffixWarnings("approval.hosts entry"));
+        for (String w : suffixWarnings) {
             LOG.log(System.Logger.Level.WARNING, w);
             b.audit.record(AuditRecord.note("policy-warning", w));
         }
@@ -314,6 +328,10 @@ public final class EgressProxy implements AutoCloseable {
         private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         private java.nio.file.Path caDirectory;
         private java.util.function.LongSupplier nanos = System::nanoTime;
+        private dev.berth.proxy.session.Delays delays = dev.berth.proxy.session.Delays.NETTY;
+
+        /** Tests: how a shaped connection setup waits for its turn (with {@link #clock}, a fake timer that never waits). */
+        Builder delays(dev.berth.proxy.session.Delays d) { this.delays = Objects.requireNonNull(d); return this; }
 
         /** Tests: the clock of quota windows, connection rates and placeholder lifetimes. */
         Builder clock(java.util.function.LongSupplier nanos) { this.nanos = Objects.requireNonNull(nanos); return this; }

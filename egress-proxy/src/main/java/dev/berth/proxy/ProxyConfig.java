@@ -3,11 +3,14 @@ package dev.berth.proxy;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.policy.Advisories;
 import dev.berth.proxy.policy.ApprovalSettings;
+import dev.berth.proxy.policy.HostPattern;
+import dev.berth.proxy.policy.InternalHosts;
 import dev.berth.proxy.policy.Policy;
 import dev.berth.proxy.policy.Presets;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.session.Settings;
+import dev.berth.proxy.session.Shaping;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -23,7 +26,10 @@ import java.util.Objects;
  *   <li>idleTimeout: no bytes in either direction for this long closes the connection.</li>
  *   <li>maxTunnelsPerWorkspace: concurrent upstream connections (CONNECT tunnels and plain-HTTP
  *       upstreams) per workspace; bounds fan-out from one workspace.</li>
- *   <li>maxBytesPerWorkspace: lifetime bytes (up + down) per workspace in this proxy.</li>
+ *   <li>maxBytesPerWorkspace / quotaWindow: a byte bucket (up + down, heads and bodies) per workspace, refilled over
+ *       the window; maxBytesPerTenant the same over all of a tenant's workspaces.</li>
+ *   <li>maxConnectsPerSecond / connectBurst (and per tenant): connection setups as a token bucket; a setup over the
+ *       rate waits for its turn up to maxShapingDelay, and is refused only when it would wait longer.</li>
  *   <li>dnsTimeout / connectTimeout: a slow upstream cannot pin proxy resources.</li>
  * </ul>
  */
@@ -43,6 +49,8 @@ public final class ProxyConfig {
     private final java.util.List<java.nio.file.Path> upstreamTrustFiles;
     private final Duration quotaWindow;
     private final int maxConnectsPerSecond;
+    private final Shaping shaping;
+    private final InternalHosts internalHosts;
     private final Duration placeholderTtl;
     private final java.util.List<RegistryRule> registryRules;
     private final Advisories advisories;
@@ -66,6 +74,8 @@ public final class ProxyConfig {
         this.upstreamTrustFiles = java.util.List.copyOf(b.upstreamTrustFiles);
         this.quotaWindow = b.quotaWindow;
         this.maxConnectsPerSecond = b.maxConnectsPerSecond;
+        this.internalHosts = b.internalHosts;
+        this.shaping = new Shaping(b.connectBurst, b.maxShapingDelay, b.maxConnectsPerSecondPerTenant, b.connectBurstPerTenant, b.maxBytesPerTenant);
         this.placeholderTtl = b.placeholderTtl;
         this.registryRules = java.util.List.copyOf(b.registryRules);
         this.advisories = b.advisories;
@@ -98,7 +108,7 @@ public final class ProxyConfig {
     Settings settings() {
         return new Settings(ceiling, maxHeaderBytes, maxHeaderCount, headerTimeout, idleTimeout, connectTimeout, dnsTimeout, maxTunnelsPerWorkspace,
                 maxBytesPerWorkspace, quotaWindow, maxConnectsPerSecond, maxMetadataBytes, tlsPorts, registryRules,
-                unsafeAllowLoopbackUpstreams);
+                unsafeAllowLoopbackUpstreams, shaping, internalHosts);
     }
 
     /** Does the proxy terminate TLS for any host (secret bindings or registry rules)? Workspaces then need its CA. */
@@ -134,6 +144,10 @@ public final class ProxyConfig {
     public Duration quotaWindow() { return quotaWindow; }
     /** New connections (CONNECTs and upstream dials) a workspace may set up per second; a burst of as many is allowed. */
     public int maxConnectsPerSecond() { return maxConnectsPerSecond; }
+    /** Named hosts that may resolve into stated non-public ranges (config {@code internal_hosts}); audited when used. */
+    public InternalHosts internalHosts() { return internalHosts; }
+    /** Bursts, the longest wait for a turn, and the tenants' quotas. */
+    public Shaping shaping() { return shaping; }
     /** Longest life of a credential placeholder, whatever its run does (a background run's grant expires then). */
     public Duration placeholderTtl() { return placeholderTtl; }
 
@@ -152,6 +166,12 @@ public final class ProxyConfig {
         b.tlsPorts = tlsPorts;
         b.quotaWindow = quotaWindow;
         b.maxConnectsPerSecond = maxConnectsPerSecond;
+        b.internalHosts = internalHosts;
+        b.connectBurst = shaping.connectBurst();
+        b.maxShapingDelay = shaping.maxDelay();
+        b.maxConnectsPerSecondPerTenant = shaping.maxConnectsPerSecondPerTenant();
+        b.connectBurstPerTenant = shaping.connectBurstPerTenant();
+        b.maxBytesPerTenant = shaping.maxBytesPerTenant();
         b.placeholderTtl = placeholderTtl;
         b.registryRules.addAll(registryRules);
         b.advisories = advisories;
@@ -178,7 +198,15 @@ public final class ProxyConfig {
         private final java.util.Map<String, SecretBinding> secrets = new java.util.LinkedHashMap<>();
         private java.util.List<java.nio.file.Path> upstreamTrustFiles = java.util.List.of();
         private Duration quotaWindow = Duration.ofDays(1);
-        private int maxConnectsPerSecond = 30;
+        private int maxConnectsPerSecond = 100;
+        private InternalHosts internalHosts = InternalHosts.NONE;
+        /** Named hosts that may resolve into stated non-public ranges; each must be allowed by the ceiling (checked at build). */
+        public Builder internalHosts(InternalHosts h) { this.internalHosts = Objects.requireNonNull(h); return this; }
+        private int connectBurst = Shaping.DEFAULT.connectBurst();
+        private Duration maxShapingDelay = Shaping.DEFAULT.maxDelay();
+        private int maxConnectsPerSecondPerTenant = Shaping.DEFAULT.maxConnectsPerSecondPerTenant();
+        private int connectBurstPerTenant = Shaping.DEFAULT.connectBurstPerTenant();
+        private long maxBytesPerTenant = Shaping.DEFAULT.maxBytesPerTenant();
         private Duration placeholderTtl = Duration.ofHours(12);
         private final java.util.List<RegistryRule> registryRules = new java.util.ArrayList<>();
 
@@ -205,6 +233,17 @@ public final class ProxyConfig {
 
         public Builder quotaWindow(Duration d) { this.quotaWindow = positive(d, "quotaWindow"); return this; }
         public Builder maxConnectsPerSecond(int v) { this.maxConnectsPerSecond = positive(v, "maxConnectsPerSecond"); return this; }
+        /** Connection setups a workspace may make at once; the bucket refills at {@link #maxConnectsPerSecond}. */
+        public Builder connectBurst(int v) { this.connectBurst = positive(v, "connectBurst"); return this; }
+        /** The longest a setup over the rate (or a request while the byte quota is used up) waits before it is refused; 0 = never waits. */
+        public Builder maxShapingDelay(Duration d) {
+            if (d.isNegative()) throw new IllegalArgumentException("maxShapingDelay must not be negative, got " + d);
+            this.maxShapingDelay = d;
+            return this;
+        }
+        public Builder maxConnectsPerSecondPerTenant(int v) { this.maxConnectsPerSecondPerTenant = positive(v, "maxConnectsPerSecondPerTenant"); return this; }
+        public Builder connectBurstPerTenant(int v) { this.connectBurstPerTenant = positive(v, "connectBurstPerTenant"); return this; }
+        public Builder maxBytesPerTenant(long v) { this.maxBytesPerTenant = positive(v, "maxBytesPerTenant"); return this; }
         public Builder placeholderTtl(Duration d) { this.placeholderTtl = positive(d, "placeholderTtl"); return this; }
 
         private Builder() {}
@@ -257,7 +296,25 @@ public final class ProxyConfig {
                     }
                 }
             }
-            for (RegistryRule r : registryRules) {
+            for (InternalHosts.Entry e : internalHosts.entries()) {
+                try {
+                    if (!ceiling.covers(HostPattern.parse(e.host()), null)) {
+                        throw new IllegalArgumentException("internal_hosts names host " + e.host() + " which the egress allow-list does not allow; allow it too");
+                    }
+                } catch (HostNames.InvalidHostException ex) {
+                    throw new IllegalArgumentException("internal_hosts: " + ex.getMessage());
+                }
+            }
+            for (int k = 0; k < registryRules.size(); k++) {
+                RegistryRule r = registryRules.get(k).defaultHostsWithin(p -> ceiling.covers(p, tlsPorts));
+                if (r.hosts().isEmpty()) {
+                    throw new IllegalArgumentException("registry rule " + r.kind().label() + " covers its default hosts "
+                            + r.kind().defaultHosts() + ", none of which the egress allow-list allows (on port " + new java.util.TreeSet<>(tlsPorts)
+                            + "); name the rule's hosts");
+                }
+                // REST writes of a code host's API are covered where a token is bound to it (without one it takes none)
+                r = r.apiHostsBound(api -> secrets.values().stream().anyMatch(b -> b.matchesHost(api)));
+                registryRules.set(k, r);
                 for (int i = 0; i < r.patterns().size(); i++) {
                     if (!ceiling.covers(r.patterns().get(i), tlsPorts)) {
                         throw new IllegalArgumentException("registry rule " + r.kind().name().toLowerCase(java.util.Locale.ROOT) + " names host "

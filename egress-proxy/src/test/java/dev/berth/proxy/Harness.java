@@ -43,6 +43,12 @@ final class Harness implements AutoCloseable {
 
     /** With a config tweak that can use the harness's upstream ports. */
     Harness(java.util.function.BiFunction<Harness, ProxyConfig.Builder, ProxyConfig.Builder> tweak, java.util.function.LongSupplier nanos) throws IOException {
+        this(tweak, nanos, dev.berth.proxy.session.Delays.NETTY);
+    }
+
+    /** With a clock and the timer that releases shaped connection setups (a {@link FakeDelays} never waits). */
+    Harness(java.util.function.BiFunction<Harness, ProxyConfig.Builder, ProxyConfig.Builder> tweak, java.util.function.LongSupplier nanos,
+            dev.berth.proxy.session.Delays delays) throws IOException {
         tlsEcho = new Upstreams.Echo("127.0.0.1");
         plainEcho = new Upstreams.Echo("127.0.0.1");
         http = new Upstreams.Http();
@@ -68,7 +74,7 @@ final class Harness implements AutoCloseable {
                 .maxHeaderCount(50)
                 .headerTimeout(Duration.ofSeconds(5))
                 .unsafeAllowLoopbackUpstreams(true)).build();
-        proxy = EgressProxy.builder(config).resolver(resolver).auditSink(audit::add).threads(2).clock(nanos).start();
+        proxy = EgressProxy.builder(config).resolver(resolver).auditSink(audit::add).threads(2).clock(nanos).delays(delays).start();
         listener = proxy.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
                 new EgressContext("ws-test", "run-1", ceiling, decisions::add));
     }

@@ -23,7 +23,7 @@ class QuotaTest {
 
     @Test
     void byteQuotaUsedUp_furtherRequestsAndConnectsRefused429_neverReachUpstream_untilWindowResets() throws Exception {
-        try (Harness h = new Harness(b -> b.maxBytesPerWorkspace(1500).quotaWindow(Duration.ofMinutes(1)), now::get)) {
+        try (Harness h = new Harness(b -> b.maxBytesPerWorkspace(1500).quotaWindow(Duration.ofMinutes(1)).maxShapingDelay(Duration.ZERO), now::get)) {
             int reached = 0;
             Harness.Response r = null;
             for (int i = 0; i < 50; i++) {
@@ -38,8 +38,8 @@ class QuotaTest {
             }
             assertEquals(429, r.status(), r.toString());
             String why = r.header("X-Berth-Denial");
-            assertTrue(why.startsWith("workspace 'ws-test' used its byte quota of 1500 bytes (maxBytesPerWorkspace, heads and bodies)"
-                    + " in the current window of 60 s (quotaWindowMs); egress resumes in "), why);
+            assertTrue(why.startsWith("workspace 'ws-test' used its byte quota of 1500 bytes (maxBytesPerWorkspace, heads and bodies,"
+                    + " refilled over 60 s: quotaWindowMs); egress resumes in "), why);
             assertTrue(reached > 0 && reached < 20, "reached " + reached);
             assertEquals(reached, h.http.seenPaths.size());
             // stopped, not just slowed: more requests and a CONNECT are refused, none reaches an upstream
@@ -51,14 +51,14 @@ class QuotaTest {
             }
             assertEquals(reached, h.http.seenPaths.size());
             assertEquals(accepted, h.plainEcho.accepted.size());
-            now.addAndGet(Duration.ofSeconds(61).toNanos()); // the window ends
+            now.addAndGet(Duration.ofSeconds(61).toNanos()); // the bucket refilled
             assertEquals(200, h.send(get(h, "/after")).status());
         }
     }
 
     @Test
-    void connectionSetupFasterThanTheRate_refused429WithReason_thenRefilled() throws Exception {
-        try (Harness h = new Harness(b -> b.maxConnectsPerSecond(5), now::get)) {
+    void connectionSetupFasterThanTheRate_noWaitAllowed_refused429WithReason_thenRefilled() throws Exception {
+        try (Harness h = new Harness(b -> b.maxConnectsPerSecond(5).connectBurst(5).maxShapingDelay(Duration.ZERO), now::get)) {
             String connect = "CONNECT allowed.test:" + h.plainEcho.port() + " HTTP/1.1\r\n\r\n";
             for (int i = 0; i < 5; i++) {
                 try (Socket s = h.connect()) {
@@ -68,7 +68,8 @@ class QuotaTest {
             }
             Harness.Response r = h.send(connect);
             assertEquals(429, r.status());
-            assertEquals("workspace 'ws-test' set up connections faster than 5 per second (maxConnectsPerSecond)", r.header("X-Berth-Denial"));
+            assertEquals("workspace 'ws-test' sets up connections faster than 5 per second beyond a burst of 5 (maxConnectsPerSecond): the next"
+                    + " one would wait 200 ms, longer than maxShapingDelayMs (0 ms)", r.header("X-Berth-Denial"));
             assertEquals(429, h.send(get(h, "/too-fast")).status(), "plain HTTP dials take tokens too");
             now.addAndGet(Duration.ofMillis(400).toNanos()); // two tokens back
             assertEquals(200, h.send(connect).status());

@@ -239,6 +239,18 @@ class ReleaseAgeTest {
     }
 
     @Test
+    void interceptedHttps_nonCanonicalOrTrailingSlashSpellingOfAFreshTarball_refused_neverReachesTheRegistry() throws Exception {
+        HttpResponse<String> dot = get("npm.age.test", "/leftish/%2e/-/leftish-1.1.0.tgz");
+        assertEquals(403, dot.statusCode(), dot.body());
+        assertTrue(dot.headers().firstValue("X-Berth-Denial").orElseThrow().contains("refuse a non-canonical request target: the path has a dot segment '.'"),
+                dot.headers().toString());
+        HttpResponse<String> slash = get("npm.age.test", "/leftish/-/leftish-1.1.0.tgz/");
+        assertEquals(403, slash.statusCode(), slash.body());
+        assertTrue(slash.body().contains("leftish@1.1.0 was published"), slash.body());
+        assertTrue(hits.keySet().stream().noneMatch(k -> k.contains("leftish-1.1.0.tgz")), "a fresh tarball reached the registry: " + hits);
+    }
+
+    @Test
     void npmPackument_gzipped_freshAndMaliciousHidden_distTagsMoved() throws Exception {
         HttpResponse<String> r = get("npm.age.test", "/leftish", "Accept", "application/vnd.npm.install-v1+json", "Accept-Encoding", "gzip");
         assertEquals(200, r.statusCode(), r.body());

@@ -49,6 +49,27 @@ class SmallerFindingsTest extends HarnessTest {
     }
 
     @Test
+    void secretBindingAndApprovableHostUnderAnOwnableSuffix_warnAtStartAndInTheAudit() throws Exception {
+        Policy ceiling = Policy.of(List.of("*.s3.amazonaws.com"));
+        ProxyConfig cfg = ProxyConfig.builder().ceiling(ceiling)
+                .secret(dev.berth.proxy.policy.SecretBinding.of("bucket", "BUCKET_TOKEN", List.of("*.s3.amazonaws.com"), "v"))
+                .approval(new dev.berth.proxy.policy.ApprovalSettings(Policy.of(List.of("*.github.io")), List.of(java.time.Duration.ofHours(1)),
+                        java.time.Duration.ofSeconds(5)))
+                .build();
+        List<AuditRecord> audit = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (EgressProxy proxy = EgressProxy.builder(cfg).auditSink(audit::add).start()) {
+            List<String> warnings = audit.stream().filter(a -> a.event().equals("policy-warning")).map(AuditRecord::reason).toList();
+            assertEquals(List.of(
+                    "allowlist entry '*.s3.amazonaws.com:[443]' admits names anyone can own under s3.amazonaws.com (buckets, repositories,"
+                            + " apps of strangers): list the exact hosts you need instead",
+                    "secret 'bucket' bound to '*.s3.amazonaws.com' admits names anyone can own under s3.amazonaws.com (buckets, repositories,"
+                            + " apps of strangers): list the exact hosts you need instead",
+                    "approval.hosts entry '*.github.io:[443]' admits names anyone can own under github.io (buckets, repositories,"
+                            + " apps of strangers): list the exact hosts you need instead"), warnings);
+        }
+    }
+
+    @Test
     void malformedChunkedBodyBeforeTheDecision_auditRecordCarriesAReason() throws Exception {
         int port = h.http.port();
         try (Socket s = h.connect()) {

@@ -1,18 +1,17 @@
 package dev.berth.proxy.forward;
 
-import dev.berth.proxy.audit.AuditRecord;
 import dev.berth.proxy.credentials.CredentialRegistry;
 import dev.berth.proxy.http.ContentCodings;
 import dev.berth.proxy.http.RequestDecoder;
 import dev.berth.proxy.http.RequestHead;
 import dev.berth.proxy.http.Responses;
 import dev.berth.proxy.net.Targets;
-import dev.berth.proxy.policy.MetadataFilter;
+import dev.berth.proxy.policy.RegistryGate;
 import dev.berth.proxy.policy.RegistryPaths;
 import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Gatekeeper;
-import dev.berth.proxy.session.Owner;
+import dev.berth.proxy.session.Quotas;
 import dev.berth.proxy.session.Session;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -108,7 +107,7 @@ final class HttpForwarder {
         ex = session.exchange(kind(), h.method, TunnelStarter.canonicalOrRaw(target.host()), target.port());
         Session.Exchange mine = ex;
         session.shared().gatekeeper().decide(session, target.host(), target.port())
-                .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v)));
+                .whenComplete((v, err) -> client.eventLoop().execute(() -> vetted(mine, v, false)));
     }
 
     void onBody(RequestHead.Body b) {
@@ -125,10 +124,10 @@ final class HttpForwarder {
     private void write(RequestHead.Body b) {
         int n = b.content().readableBytes();
         ex.addUp(n);
-        if (!session.usage().addBytes(n, session.config())) {
+        String over = session.usage().addBytes(n);
+        if (over != null) {
             b.content().release();
-            abort("workspace '" + session.context().workspaceId() + "' exceeded its byte quota of "
-                    + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
+            abort(over);
             return;
         }
         upstream.write(b.content(), upstream.voidPromise());
@@ -156,14 +155,11 @@ final class HttpForwarder {
         }
     }
 
-    private void vetted(Session.Exchange mine, Gatekeeper.Vetted v) {
+    private void vetted(Session.Exchange mine, Gatekeeper.Vetted v, boolean waited) {
         if (ex != mine) return;
         Channel client = ctx.channel();
         if (!client.isActive()) {
-            ex.decide(v.allowed(), v.addressText(), v.reason());
-            ex.finish("client closed before decision");
-            ex = null;
-            releasePending();
+            closedBeforeDecision(v);
             return;
         }
         if (!v.allowed()) {
@@ -171,37 +167,32 @@ final class HttpForwarder {
             deny(403, v.reason());
             return;
         }
-        String limited = session.usage().quotaRefusal(session.context().workspaceId(), session.config());
-        if (limited != null) {
+        Quotas.Admission turn = session.usage().admit(false);
+        if (turn.refused()) {
             ex.address(v.addressText());
-            deny(429, limited);
+            deny(429, turn.refusal());
+            return;
+        }
+        if (turn.waitNanos() > 0 && !waited) { // the byte quota comes back within the bound: wait for it, then go on
+            session.shared().delays().after(ctx.executor(), turn.waitNanos(), () -> vetted(mine, v, true));
             return;
         }
         RegistryRule rule = session.config().registryRule(v.host());
-        String ruled = rule == null ? null : rule.refusal(v.host(), head.method, originForm);
-        if (ruled != null) {
+        RegistryGate.Verdict gate = rule == null ? null : RegistryGate.check(rule, v.host(), head.method, originForm, services.supply().active(rule));
+        if (gate != null && gate.refused()) {
             ex.address(v.addressText());
-            deny(403, ruled);
+            deny(gate.status(), gate.reason());
             return;
         }
+        if (gate != null) originForm = gate.target(); // what the rules checked is what the upstream gets
         filtering = null;
-        RegistryPaths.Request rq = rule == null || !services.supply().active(rule) ? null
-                : RegistryPaths.classify(rule.kind(), head.method.toUpperCase(Locale.ROOT), originForm);
-        if (rq != null && rq.type() == RegistryPaths.Type.METADATA && rq.flavor().endsWith("#checksum")) {
-            ex.address(v.addressText());
-            deny(404, "the checksum of " + rq.pkg() + "'s maven-metadata.xml is not served: the proxy filters that file (release age, "
-                    + "advisories), so the registry's checksum would not match it");
-            return;
-        }
+        RegistryPaths.Request rq = gate == null ? null : gate.request();
         if (rq != null && rq.type() == RegistryPaths.Type.VERSION) {
             ex.address(v.addressText());
             services.supply().checkVersion(session, v, tls, rule, rq).whenComplete((why, err) -> ctx.executor().execute(() -> {
                 if (ex != mine) return;
                 if (!client.isActive()) {
-                    ex.decide(v.allowed(), v.addressText(), v.reason());
-                    ex.finish("client closed before decision");
-                    ex = null;
-                    releasePending();
+                    closedBeforeDecision(v);
                     return;
                 }
                 String refused = err != null ? "release-age check failed: " + err.getMessage() : why;
@@ -213,8 +204,13 @@ final class HttpForwarder {
         proceed(mine, v);
     }
 
-    /** A metadata request whose response is filtered (release age, advisories) before the client sees it. */
-    record Filtering(RegistryRule rule, RegistryPaths.Request request, Gatekeeper.Vetted vetted) {}
+    private void closedBeforeDecision(Gatekeeper.Vetted v) {
+        ex.decide(v.allowed(), v.addressText(), v.reason());
+        ex.finish("client closed before decision");
+        ex = null;
+        releasePending();
+    }
+
 
     /** The current request's metadata filter, or null. */
     Filtering filtering;
@@ -238,11 +234,24 @@ final class HttpForwarder {
             return;
         }
         if (upstream != null) upstream.close();
-        String tooFast = session.usage().tryConnect(session.context().workspaceId(), session.config());
-        if (tooFast != null) {
-            deny(429, tooFast);
+        Quotas.Admission turn = session.usage().admit(true);
+        if (turn.refused()) {
+            deny(429, turn.refusal());
             return;
         }
+        if (turn.waitNanos() > 0) { // shaped: the dial waits for its turn, then goes on
+            String waited = "; waited " + Math.max(1, turn.waitNanos() / 1_000_000) + " ms for its turn (" + turn.limit() + ")";
+            session.shared().delays().after(ctx.executor(), turn.waitNanos(), () -> {
+                if (ex == mine && ctx.channel().isActive()) dial(mine, v, injected + waited);
+            });
+            return;
+        }
+        dial(mine, v, injected);
+    }
+
+    /** A new upstream connection for the current request, once its turn came. */
+    private void dial(Session.Exchange mine, Gatekeeper.Vetted v, String injected) {
+        String key = (tls ? "https://" : "http://") + v.host() + ":" + v.port() + "@" + v.addressText();
         int max = session.config().maxTunnelsPerWorkspace();
         if (!session.usage().tryOpen(max)) {
             deny(429, "workspace '" + session.context().workspaceId() + "' already has " + max
@@ -327,7 +336,7 @@ final class HttpForwarder {
         if (filtering != null && filtering.rule().kind() == RegistryRule.Kind.NPM) sb.append("Accept: application/json\r\n");
         sb.append("\r\n");
         ByteBuf buf = ByteBufUtil.encodeString(upstream.alloc(), java.nio.CharBuffer.wrap(sb), java.nio.charset.StandardCharsets.ISO_8859_1);
-        session.usage().addBytes(buf.readableBytes(), session.config()); // heads count: the gate above refuses the next request
+        session.usage().addBytes(buf.readableBytes()); // heads count: the gate above refuses the next request
         upstreamHandler.expect(head.method.equals("HEAD"));
         upstream.write(buf, upstream.voidPromise());
         forwarding = true;
@@ -381,7 +390,7 @@ final class HttpForwarder {
                                 + " was not filtered, so it is refused: " + (c.getMessage() == null ? c.toString() : c.getMessage()));
                         return;
                     }
-                    if (!res.hidden().isEmpty()) reportHidden(f, res.hidden());
+                    if (!res.hidden().isEmpty()) f.report(session, ex, head.method, res.hidden());
                     var h = r.headers();
                     h.remove("Content-Encoding");
                     h.remove("Transfer-Encoding");
@@ -396,26 +405,6 @@ final class HttpForwarder {
                     client.flush();
                     complete(reusable);
                 }));
-    }
-
-    /** One "filter" decision per response: the run result and the audit say which versions were hidden and why. */
-    private void reportHidden(Filtering f, List<MetadataFilter.Hidden> hidden) {
-        StringBuilder why = new StringBuilder("hid " + hidden.size() + " version(s) of " + f.request().pkg() + " from the "
-                + f.rule().kind().label() + " metadata: ");
-        int shown = 0;
-        for (MetadataFilter.Hidden h : hidden) {
-            if (shown++ == 8) {
-                why.append("; and ").append(hidden.size() - 8).append(" more");
-                break;
-            }
-            if (shown > 1) why.append("; ");
-            why.append(h.reason());
-        }
-        String reason = why.toString();
-        Owner c = session.context();
-        session.decided("filter", ex.host(), ex.port(), ex.address(), true, reason);
-        session.shared().audit().record(new AuditRecord("decision", java.time.Instant.now(), c.workspaceId(), c.runId(), session.id(), "filter",
-                head.method, ex.host(), ex.port(), ex.address(), "allow", reason, 0, 0, 0, "metadata filtered"));
     }
 
     /** Upstream failed before any response byte reached the client: answer with status. */

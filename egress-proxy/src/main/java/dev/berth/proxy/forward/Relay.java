@@ -101,10 +101,10 @@ final class Relay extends ChannelInboundHandlerAdapter {
     private void forward(ByteBuf buf) {
         int n = buf.readableBytes();
         if (fromClient) ex.addUp(n); else ex.addDown(n);
-        if (!session.usage().addBytes(n, session.config())) {
+        String over = session.usage().addBytes(n);
+        if (over != null) {
             buf.release();
-            abortBoth("workspace '" + session.context().workspaceId() + "' exceeded its byte quota of "
-                    + session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
+            abortBoth(over);
             return;
         }
         peer.write(buf, peer.voidPromise());

@@ -9,6 +9,7 @@ import dev.berth.proxy.policy.RegistryRule;
 import dev.berth.proxy.policy.SecretBinding;
 import dev.berth.proxy.session.Downstream;
 import dev.berth.proxy.session.Gatekeeper;
+import dev.berth.proxy.session.Quotas;
 import dev.berth.proxy.session.Session;
 import dev.berth.proxy.session.Settings;
 import io.netty.channel.Channel;
@@ -97,13 +98,33 @@ final class TunnelStarter {
             refuse(ex, 403, v.reason());
             return;
         }
-        String limited = session.usage().quotaRefusal(session.context().workspaceId(), session.config());
-        if (limited == null) limited = session.usage().tryConnect(session.context().workspaceId(), session.config());
-        if (limited != null) {
-            refuse(ex, 429, limited);
+        // an intercepted CONNECT dials nothing itself: its requests' upstream dials take the connection tokens
+        boolean intercepted = session.config().tlsPorts().contains(v.port())
+                && (!services.credentials().bindingsFor(session.context(), v.host()).isEmpty() || session.config().registryRule(v.host()) != null);
+        Quotas.Admission turn = session.usage().admit(!intercepted);
+        if (turn.refused()) {
+            refuse(ex, 429, turn.refusal());
             return;
         }
-        session.usage().addBytes(headBytes + 39, session.config()); // the CONNECT head and our 200
+        if (turn.waitNanos() > 0) {
+            // shaped, not refused: the setup waits for its turn (bounded by maxShapingDelayMs) and then goes on
+            Gatekeeper.Vetted waited = new Gatekeeper.Vetted(true, v.host(), v.port(), v.address(), v.reason() + "; waited "
+                    + Math.max(1, turn.waitNanos() / 1_000_000) + " ms for its turn (" + turn.limit() + ")");
+            session.shared().delays().after(client.eventLoop(), turn.waitNanos(), () -> admitted(waited));
+            return;
+        }
+        admitted(v);
+    }
+
+    /** The CONNECT's turn came: interception or a plain tunnel. */
+    private void admitted(Gatekeeper.Vetted v) {
+        Channel client = ctx.channel();
+        if (!client.isActive()) {
+            ex.decide(true, v.addressText(), v.reason());
+            ex.finish("client closed while waiting for its turn");
+            return;
+        }
+        session.usage().addBytes(headBytes + 39); // the CONNECT head and our 200
         if (session.config().tlsPorts().contains(v.port())) {
             List<SecretBinding> bound = services.credentials().bindingsFor(session.context(), v.host());
             RegistryRule rule = session.config().registryRule(v.host());

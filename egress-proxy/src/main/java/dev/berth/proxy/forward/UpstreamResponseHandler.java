@@ -77,7 +77,7 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
             }
             long head = r.status().toString().length() + 11L;
             for (var e : r.headers()) head += e.getKey().length() + e.getValue().length() + 4L;
-            fwd.session.usage().addBytes(head, fwd.session.config()); // response heads count too
+            fwd.session.usage().addBytes(head); // response heads count too
             informational = code >= 100 && code < 200;
             if (!informational) {
                 started = true;
@@ -96,10 +96,10 @@ final class UpstreamResponseHandler extends ChannelInboundHandlerAdapter {
         if (msg instanceof HttpContent c) {
             int n = c.content().readableBytes();
             fwd.ex.addDown(n);
-            if (!fwd.session.usage().addBytes(n, fwd.session.config())) {
+            String over = fwd.session.usage().addBytes(n);
+            if (over != null) {
                 ReferenceCountUtil.release(msg);
-                fwd.abort("workspace '" + fwd.session.context().workspaceId() + "' exceeded its byte quota of "
-                        + fwd.session.config().maxBytesPerWorkspace() + " bytes (maxBytesPerWorkspace)");
+                fwd.abort(over);
                 return;
             }
         }

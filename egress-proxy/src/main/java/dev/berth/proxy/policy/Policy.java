@@ -171,19 +171,30 @@ public final class Policy {
      * "allowlist entry '*.githubusercontent.com:[443]' admits names anyone can own under githubusercontent.com ...".
      */
     public List<String> sharedSuffixWarnings() {
+        return sharedSuffixWarnings("allowlist entry");
+    }
+
+    /** As {@link #sharedSuffixWarnings()}, naming the entries as {@code what} (e.g. "approval.hosts entry"). */
+    public List<String> sharedSuffixWarnings(String what) {
         List<String> out = new java.util.ArrayList<>();
         for (Entry e : entries) {
-            if (!e.host().wildcard()) continue;
-            String suffix = e.host().suffixOrName();
-            for (String shared : SHARED_SUFFIXES) {
-                if (suffix.equals(shared) || suffix.endsWith("." + shared)) {
-                    out.add("allowlist entry '" + e + "' admits names anyone can own under " + shared
-                            + " (buckets, repositories, apps of strangers): list the exact hosts you need instead");
-                    break;
-                }
-            }
+            String w = sharedSuffixWarning(e.host(), what + " '" + e + "'");
+            if (w != null) out.add(w);
         }
         return out;
+    }
+
+    /** A warning when {@code p} is a wildcard at or under a suffix where anyone can own a name, else null. */
+    public static String sharedSuffixWarning(HostPattern p, String what) {
+        if (!p.wildcard()) return null;
+        String suffix = p.suffixOrName();
+        for (String shared : SHARED_SUFFIXES) {
+            if (suffix.equals(shared) || suffix.endsWith("." + shared)) {
+                return what + " admits names anyone can own under " + shared
+                        + " (buckets, repositories, apps of strangers): list the exact hosts you need instead";
+            }
+        }
+        return null;
     }
 
     /** Public (non-internal) view of the entries, e.g. {@code "*.github.com:[443]"}. */

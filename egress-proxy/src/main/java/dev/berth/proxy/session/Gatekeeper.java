@@ -3,6 +3,7 @@ package dev.berth.proxy.session;
 import dev.berth.proxy.net.AddressClassifier;
 import dev.berth.proxy.net.HostNames;
 import dev.berth.proxy.net.Resolver;
+import dev.berth.proxy.policy.InternalHosts;
 import dev.berth.proxy.policy.Policy;
 import java.net.InetAddress;
 import java.util.List;
@@ -76,7 +77,12 @@ public final class Gatekeeper {
         }
         String canonical = host.canonical();
         Policy.Verdict verdict = effective.check(host, port);
-        if (!verdict.allowed() && approvals != null && session != null) {
+        Policy narrowing = session == null ? null : session.context().narrowing();
+        if (!verdict.allowed() && approvals != null && session != null && narrowing != null && !narrowing.check(host, port).allowed()) {
+            // a grant widens the workspace, never a run that narrowed its own egress to exclude the target
+            verdict = new Policy.Verdict(false, verdict.reason() + "; an approval grant does not apply: the run narrowed its egress and "
+                    + canonical + ":" + port + " is not in its narrowing");
+        } else if (!verdict.allowed() && approvals != null && session != null) {
             String granted = approvals.allowedBy(session, canonical, port);
             if (granted != null) {
                 verdict = new Policy.Verdict(true, granted);
@@ -119,15 +125,30 @@ public final class Gatekeeper {
     }
 
     private Vetted vet(String host, int port, List<InetAddress> addrs, String policyReason, String what) {
+        boolean literal = what.equals("IP literal");
+        InternalHosts internal = config.internalHosts();
+        String allowance = null;
         for (InetAddress a : addrs) {
             AddressClassifier.Result r = AddressClassifier.classify(a);
             if (r.isPublic()) continue;
             if (r.kind() == AddressClassifier.Kind.LOOPBACK && config.unsafeAllowLoopbackUpstreams()) continue;
-            String prefix = what.equals("IP literal") ? "IP literal '" + host + "' refused: " : what + " " + HostNames.canonicalIp(a) + ", refused: ";
-            return new Vetted(false, host, port, a, prefix + r.description());
+            // a named internal host may resolve into its stated ranges: names only, never a literal, never wider
+            String allowed = literal ? null : internal.allowance(host, a);
+            if (allowed != null) {
+                allowance = allowed;
+                continue;
+            }
+            String prefix = literal ? "IP literal '" + host + "' refused: " : what + " " + HostNames.canonicalIp(a) + ", refused: ";
+            InternalHosts.Entry named = literal ? null : internal.entry(host);
+            String outside = named == null ? "" : " (internal_hosts allows " + host + " only in " + named.ranges().stream()
+                    .map(InternalHosts.Range::toString).toList() + ")";
+            return new Vetted(false, host, port, a, prefix + r.description() + outside);
         }
         InetAddress chosen = addrs.get(0);
-        String note = AddressClassifier.classify(chosen).isPublic() ? "" : " (loopback permitted by unsafeAllowLoopbackUpstreams)";
+        AddressClassifier.Result c = AddressClassifier.classify(chosen);
+        String note = c.isPublic() ? "" : c.kind() == AddressClassifier.Kind.LOOPBACK && config.unsafeAllowLoopbackUpstreams()
+                ? " (loopback permitted by unsafeAllowLoopbackUpstreams)" : " (" + internal.allowance(host, chosen) + ")";
+        if (allowance != null && c.isPublic()) note = " (some answers allowed by internal_hosts: " + allowance + ")";
         return new Vetted(true, host, port, chosen, policyReason + "; dialing " + HostNames.canonicalIp(chosen) + note);
     }
 }

@@ -14,8 +14,16 @@ import java.util.Set;
  * @param policy the connection's requested policy (narrowed to the operator's ceiling by the {@link Gatekeeper})
  * @param secrets names of the secret bindings this workspace may use
  * @param decisions receives every decision made for the connection
+ * @param tenantId the tenant the workspace belongs to, or null: its quotas outlive the workspace
+ * @param narrowing the run's own narrowing of the workspace's egress, or null: a human's approval grant (which widens
+ *     the workspace) reaches such a connection only where the narrowing allows the target too
  */
-public record Owner(String workspaceId, String runId, Policy policy, Set<String> secrets, Decisions decisions) {
+public record Owner(String workspaceId, String runId, Policy policy, Set<String> secrets, Decisions decisions, String tenantId,
+                    Policy narrowing) {
+    public Owner(String workspaceId, String runId, Policy policy, Set<String> secrets, Decisions decisions) {
+        this(workspaceId, runId, policy, secrets, decisions, null, null);
+    }
+
     public Owner {
         Objects.requireNonNull(workspaceId, "workspaceId");
         Objects.requireNonNull(policy, "policy");

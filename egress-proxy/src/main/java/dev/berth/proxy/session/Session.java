@@ -18,7 +18,7 @@ public final class Session {
     private final Owner context;
     private final Policy effective;
     private final String id;
-    private final WorkspaceUsage usage;
+    private final Quotas usage;
     /** Attach mode: engine-side back-pressure flag, written from the engine thread. */
     private volatile boolean engineWritable = true;
     private Channel client;
@@ -30,7 +30,7 @@ public final class Session {
         this.context = context;
         this.effective = shared.gatekeeper().effective(context);
         this.id = id;
-        this.usage = shared.usage(context.workspaceId());
+        this.usage = shared.quotas(context);
     }
 
     /** The operator's settings. */
@@ -44,8 +44,8 @@ public final class Session {
     /** The connection's policy narrowed to the operator's ceiling, computed once. */
     public Policy effective() { return effective; }
     public String id() { return id; }
-    /** The counters of the connection's workspace. */
-    public WorkspaceUsage usage() { return usage; }
+    /** The quotas the connection is counted against (its workspace's and its tenant's). */
+    public Quotas usage() { return usage; }
     /** The client-facing channel; null until the pipeline is installed. Confined to that channel's loop once set. */
     public Channel client() { return client; }
     public void client(Channel c) { this.client = c; }

@@ -26,11 +26,14 @@ import java.util.Set;
  * @param tlsPorts ports whose tunnels get the SNI check (and interception where a secret or rule asks for it)
  * @param registryRules the operator's registry rules
  * @param unsafeAllowLoopbackUpstreams tests and benchmarks only: loopback upstreams are allowed
+ * @param shaping bursts, the longest wait for a turn, and the tenants' quotas
+ * @param internalHosts named hosts that may resolve into stated non-public ranges
  */
 public record Settings(Policy ceiling, int maxHeaderBytes, int maxHeaderCount, Duration headerTimeout, Duration idleTimeout, Duration connectTimeout,
                        Duration dnsTimeout, int maxTunnelsPerWorkspace, long maxBytesPerWorkspace, Duration quotaWindow,
                        int maxConnectsPerSecond, int maxMetadataBytes, Set<Integer> tlsPorts,
-                       List<RegistryRule> registryRules, boolean unsafeAllowLoopbackUpstreams) {
+                       List<RegistryRule> registryRules, boolean unsafeAllowLoopbackUpstreams, Shaping shaping,
+                       dev.berth.proxy.policy.InternalHosts internalHosts) {
     public Settings {
         tlsPorts = Set.copyOf(tlsPorts);
         registryRules = List.copyOf(registryRules);

@@ -20,7 +20,13 @@ public final class Shared {
     private final InterceptionCa ca;
     /** TLS client context for upstreams of intercepted connections; null when no secret is configured. */
     private final io.netty.handler.ssl.SslContext upstreamTls;
-    private final ConcurrentMap<String, WorkspaceUsage> usage = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Usage> usage = new ConcurrentHashMap<>();
+    /** Tenants' counters: kept for the proxy's life, so a tenant's quotas outlive its workspaces. */
+    private final ConcurrentMap<String, Usage> tenants = new ConcurrentHashMap<>();
+    /** Closed workspaces whose counters are kept until they are full again (see {@link #forget}). */
+    private final java.util.Set<String> forgotten = ConcurrentHashMap.newKeySet();
+    private final Object admissions = new Object();
+    private final Delays delays;
     /** All client and upstream channels, so shutdown can close them while every loop still runs. */
     private final io.netty.channel.group.ChannelGroup channels =
             new io.netty.channel.group.DefaultChannelGroup("egress", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
@@ -36,8 +42,10 @@ public final class Shared {
     /** Monotonic nanoseconds for quota windows and connection rates (a fake one in tests). */
     final java.util.function.LongSupplier nanos;
 
-    public Shared(Settings config, Gatekeeper gatekeeper, AuditSink audit, InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls, java.util.function.LongSupplier nanos) {
+    public Shared(Settings config, Gatekeeper gatekeeper, AuditSink audit, InterceptionCa ca, io.netty.handler.ssl.SslContext upstreamTls,
+                  java.util.function.LongSupplier nanos, Delays delays) {
         this.nanos = nanos;
+        this.delays = delays;
         this.config = config;
         this.gatekeeper = gatekeeper;
         this.audit = audit;
@@ -52,9 +60,21 @@ public final class Shared {
     /** TLS client context for upstreams of intercepted connections; null when nothing is intercepted. */
     public io.netty.handler.ssl.SslContext upstreamTls() { return upstreamTls; }
 
-    /** The counters of a workspace, created on first use. */
-    public WorkspaceUsage usage(String workspaceId) {
-        return usage.computeIfAbsent(workspaceId, k -> new WorkspaceUsage(nanos));
+    /** How a connection setup waits for its turn (the event loop's timer; a fake clock's in tests). */
+    public Delays delays() { return delays; }
+
+    /** The quotas a connection of {@code owner} is counted against: its workspace's and its tenant's, created on first use. */
+    public Quotas quotas(Owner owner) {
+        long now = nanos.getAsLong();
+        forgotten.remove(owner.workspaceId());
+        Usage ws = usage.computeIfAbsent(owner.workspaceId(), k -> new Usage("workspace '" + k + "'", config.maxBytesPerWorkspace(),
+                config.quotaWindow(), config.maxConnectsPerSecond(), config.shaping().connectBurst(), "maxBytesPerWorkspace",
+                "maxConnectsPerSecond", now));
+        Shaping s = config.shaping();
+        Usage t = owner.tenantId() == null ? null : tenants.computeIfAbsent(owner.tenantId(), k -> new Usage("tenant '" + k + "'",
+                s.maxBytesPerTenant(), config.quotaWindow(), s.maxConnectsPerSecondPerTenant(), s.connectBurstPerTenant(),
+                "maxBytesPerTenant", "maxConnectsPerSecondPerTenant", now));
+        return new Quotas(ws, t, s, nanos, admissions);
     }
 
     /** Client sessions by workspace and run, so revoking a run's grant can close what the run opened. */
@@ -83,9 +103,21 @@ public final class Shared {
         for (Session s : carriers) s.revoke(reason);
     }
 
-    /** Drops a closed workspace's counters. */
+    /**
+     * A workspace closed: its counters are dropped once they are full again (nothing open, both buckets refilled), so
+     * closing and reopening a workspace under the same id does not reset its quotas. Drops every forgotten workspace's
+     * counters that are full by now.
+     */
     public void forget(String workspaceId) {
-        usage.remove(workspaceId);
+        forgotten.add(workspaceId);
+        long now = nanos.getAsLong();
+        for (String id : forgotten) {
+            Usage u = usage.get(id);
+            if (u == null || u.idle(now)) {
+                if (u != null) usage.remove(id, u);
+                forgotten.remove(id);
+            }
+        }
     }
 
     /**

@@ -86,16 +86,22 @@ public final class SupplyGuard {
         if (known != null && known.containsKey(rq.version())) {
             return CompletableFuture.completedFuture(verdict(rule, rq.pkg(), rq.version(), known.get(rq.version())));
         }
-        CompletableFuture<Map<String, Instant>> fetched = switch (rule.kind()) {
-            case NPM -> npmTimes(s, v, tls, rule, rq.pkg());
-            case PYPI -> pypiTimes(s, v, tls, rule, rq.pkg());
-            case MAVEN -> mavenTime(s, v, tls, rule, rq.pkg(), rq.version(), rq.flavor()).thenApply(t -> {
-                Map<String, Instant> m = new HashMap<>();
-                if (t != null) m.put(rq.version(), t);
-                return m;
-            });
-            case GIT -> CompletableFuture.completedFuture(Map.of());
-        };
+        CompletableFuture<Map<String, Instant>> fetched;
+        try {
+            fetched = switch (rule.kind()) {
+                case NPM -> npmTimes(s, v, tls, rule, rq.pkg());
+                case PYPI -> pypiTimes(s, v, tls, rule, rq.pkg());
+                case MAVEN -> mavenTime(s, v, tls, rule, rq.pkg(), rq.version(), rq.flavor()).thenApply(t -> {
+                    Map<String, Instant> m = new HashMap<>();
+                    if (t != null) m.put(rq.version(), t);
+                    return m;
+                });
+                case GIT -> CompletableFuture.completedFuture(Map.of());
+            };
+        } catch (RuntimeException e) {
+            // a request the proxy cannot even form (a crafted name) fails now, with the reason, instead of hanging
+            fetched = CompletableFuture.failedFuture(new IllegalStateException("the metadata request cannot be made (" + e.getClass().getSimpleName() + ")"));
+        }
         return fetched.handle((m, err) -> {
             if (err != null) {
                 Throwable c = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
@@ -125,9 +131,19 @@ public final class SupplyGuard {
         });
     }
 
+    /**
+     * PyPI's JSON API lives on the index host, not on the host that serves the files: a file host's side fetch goes to
+     * the rule's metadata host, vetted like any name (the ceiling allows it: every rule host is checked at load).
+     */
     private CompletableFuture<Map<String, Instant>> pypiTimes(Session s, Gatekeeper.Vetted v, boolean tls, RegistryRule rule, String pkg) {
-        String path = "/pypi/" + pkg + "/json";
-        return SideFetch.fetch(s, v, tls, "GET", path, "application/json").thenApply(r -> {
+        String path = "/pypi/" + segment(pkg) + "/json";
+        String meta = rule.metadataHost(v.host());
+        CompletableFuture<Gatekeeper.Vetted> where = meta.equals(v.host()) ? CompletableFuture.completedFuture(v)
+                : s.shared().gatekeeper().decide(s.config().ceiling(), meta, v.port()).thenApply(m -> {
+                    if (!m.allowed()) throw new IllegalStateException("metadata host " + meta + " refused: " + m.reason());
+                    return m;
+                });
+        return where.thenCompose(m -> SideFetch.fetch(s, m, tls, "GET", path, "application/json")).thenApply(r -> {
             if (r.status() != 200) throw new IllegalStateException("GET " + path + " answered " + r.status());
             Map<String, Instant> m = MetadataFilter.pypiJsonTimes(new tools.jackson.databind.ObjectMapper().readTree(r.body()));
             remember(rule, pkg, m);
@@ -141,12 +157,17 @@ public final class SupplyGuard {
         Map<String, Instant> known = times.getIfPresent(cacheKey(rule, pkg));
         if (known != null && known.containsKey(version)) return CompletableFuture.completedFuture(known.get(version));
         String artifact = pkg.substring(pkg.indexOf(':') + 1);
-        String path = dir + artifact + "-" + version + ".pom";
+        String path = dir + segment(artifact) + "-" + segment(version) + ".pom";
         return SideFetch.fetch(s, v, tls, "HEAD", path, "*/*").thenApply(r -> {
             if (r.status() != 200) throw new IllegalStateException("HEAD " + path + " answered " + r.status());
             if (r.lastModified() != null) remember(rule, pkg, Map.of(version, r.lastModified()));
             return r.lastModified();
         });
+    }
+
+    /** One path segment, escaped: names come from the workspace's request and must not shape the proxy's own. */
+    private static String segment(String s) {
+        return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
     /**

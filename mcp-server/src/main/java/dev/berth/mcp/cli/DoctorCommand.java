@@ -14,7 +14,8 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code berth doctor}: one line per isolation driver, available or not and why, and the public key that signs receipts
- * (created on first use). Exit 0 if any driver can run.
+ * (created on first use); with {@code --egress FILE}, the egress shaping limits and the named internal hosts that file
+ * lets resolve into non-public ranges. Exit 0 if any driver can run.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
         description = "Say which isolation drivers this machine supports, and why not the others; print the public key that"
@@ -28,7 +29,30 @@ final class DoctorCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         Options opts = common.options(spec, null, null, null, null);
-        return run(opts, Cli.of(spec).backend.drivers(opts), Cli.of(spec).out);
+        int code = run(opts, Cli.of(spec).backend.drivers(opts), Cli.of(spec).out);
+        if (opts.egressConfig() != null) {
+            try {
+                egress(dev.berth.proxy.ConfigLoader.load(opts.egressConfig()), opts.egressConfig().toString(), Cli.of(spec).out);
+            } catch (dev.berth.proxy.ConfigException e) {
+                Cli.of(spec).out.println("egress " + opts.egressConfig() + ": " + e.getMessage());
+                return 1;
+            }
+        }
+        return code;
+    }
+
+    /** What an egress config does beyond its allowlist: how it shapes connections and bytes, and its named internal hosts. */
+    static void egress(dev.berth.proxy.ProxyConfig cfg, String from, PrintStream out) {
+        var s = cfg.shaping();
+        out.printf("egress (%s): connection setups %d/s per workspace (burst %d), %d/s per tenant (burst %d); a setup over the rate"
+                        + " waits up to %d ms for its turn, then is refused%n", from, cfg.maxConnectsPerSecond(), s.connectBurst(),
+                s.maxConnectsPerSecondPerTenant(), s.connectBurstPerTenant(), s.maxDelay().toMillis());
+        out.printf("egress bytes: %d per workspace, %d per tenant, refilled over %d s%n", cfg.maxBytesPerWorkspace(), s.maxBytesPerTenant(),
+                cfg.quotaWindow().toSeconds());
+        var internal = cfg.internalHosts().entries();
+        out.println(internal.isEmpty() ? "internal hosts: none (egress internal_hosts: a named host that may resolve into a stated private range)"
+                : "internal hosts (may resolve into these non-public ranges; every use is in the decision's reason and the audit):");
+        for (var e : internal) out.printf("  %-40s %s  (%s)%n", e.host(), e.ranges(), e.source());
     }
 
     /** The I/O limits doctor asks each level about: whether they would hold, per direction. */

@@ -36,6 +36,8 @@ public final class WorkspaceEgress implements TunnelHandler {
     private final String workspaceId;
     private final Policy policy;
     private final java.util.Set<String> secrets;
+    /** The tenant that owns the workspace (null: none): the proxy's tenant quotas outlive the workspace. */
+    private final String tenantId;
     private final List<RunEgress> active = new CopyOnWriteArrayList<>();
     /** EXEC channel of the current agent session -> its run, while the run is active. */
     private final Map<Integer, RunEgress> byExec = new java.util.concurrent.ConcurrentHashMap<>();
@@ -50,6 +52,12 @@ public final class WorkspaceEgress implements TunnelHandler {
 
     /** @param secrets the workspace's secret bindings: the proxy intercepts TLS to their hosts (and only theirs) */
     public WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy, List<String> secrets) {
+        this(settings, workspaceId, policy, secrets, null);
+    }
+
+    /** @param tenantId the owning tenant: its egress quotas (connection rate, bytes) span its workspaces and outlive them */
+    public WorkspaceEgress(EgressSettings settings, String workspaceId, Policy policy, List<String> secrets, String tenantId) {
+        this.tenantId = tenantId;
         this.proxy = settings == null ? null : settings.proxy();
         this.workspaceId = workspaceId;
         this.policy = policy;
@@ -136,6 +144,13 @@ public final class WorkspaceEgress implements TunnelHandler {
         return p;
     }
 
+    /** Every active run's narrowing together, or null when none narrowed (an approval grant then reaches the connection). */
+    Policy narrowings() {
+        Policy p = null;
+        for (RunEgress r : active) if (r.narrowing != null) p = p == null ? r.narrowing : p.narrow(r.narrowing);
+        return p;
+    }
+
     @Override
     public Tunnel.Sink onOpen(Tunnel tunnel) {
         if (proxy == null) {
@@ -147,8 +162,8 @@ public final class WorkspaceEgress implements TunnelHandler {
         RunEgress owner = tunnel.execChannel() == 0 ? null : byExec.get(tunnel.execChannel());
         EgressContext ctx = owner != null
                 ? new EgressContext(workspaceId, owner.runId, owner.narrowing == null ? policy : policy.narrow(owner.narrowing),
-                        owner::record, secrets)
-                : new EgressContext(workspaceId, null, effective(), this::onDecision, secrets);
+                        owner::record, secrets, tenantId, owner.narrowing)
+                : new EgressContext(workspaceId, null, effective(), this::onDecision, secrets, tenantId, narrowings());
         // Flow control end to end (when the agent has CAP_TUNNEL_WINDOW): upstream bytes the tunnel cannot send yet make
         // the proxy stop reading the upstream until the agent's credit returns; the client's bytes are credited back
         // to the agent only once the proxy took them, so a slow upstream stops the client instead of growing host memory.

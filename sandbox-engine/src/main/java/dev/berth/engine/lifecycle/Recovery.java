@@ -128,7 +128,7 @@ public final class Recovery {
         Workspace ws = new Workspace(rec.id(), tenant, rec.name(), Lifecycle.PERSISTENT, driver, Instant.parse(rec.createdAt()),
                 rec.fromSnapshot(), rec.resources() == null ? Resources.DEFAULT : rec.resources(), dir,
                 store.runtimeDir(rec.id()), initial, rec.egress(),
-                new WorkspaceEgress(config.egress(), rec.id(), policy, secrets), secrets, config.lifecycleOf(tenant), config.clock());
+                new WorkspaceEgress(config.egress(), rec.id(), policy, secrets, tenant), secrets, config.lifecycleOf(tenant), config.clock());
         ws.restoreLastUsed(Instant.parse(rec.lastUsedAt()));
         if (rec.image() != null) {
             ws.useImage(rec.image(), new dev.berth.engine.image.ImageStore(config.home()).byDigest(rec.image().digest()).orElse(null), null);

@@ -138,7 +138,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
             ws = new Workspace(id, tenant.id(), name, lifecycle, driver, config.clock().instant(), snap == null ? null : snap.id(), resources,
                     store.workspaceDir(id), store.runtimeDir(id), WorkspaceState.CREATING,
                     req.egress() == null ? null : List.copyOf(req.egress()),
-                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets), secrets, config.lifecycleOf(tenant.id()), config.clock());
+                    new WorkspaceEgress(config.egress(), id, egressPolicy, secrets, tenant.id()), secrets, config.lifecycleOf(tenant.id()), config.clock());
             if (image != null) ws.useImage(image.ref(), image.record(), buildRoot);
             if (member != null) ws.claimedFromPool();
             ws.lock.lock();
