@@ -371,11 +371,15 @@ public final class EngineEvidence implements AutoCloseable {
         body.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
         body.put("started_at", startedAt.toString());
         body.put("ended_at", Instant.now().toString());
+        dev.berth.engine.metrics.CallPhases.mark("receipt.body");
         AuditLog.Position pos = rec.pos().join();
+        dev.berth.engine.metrics.CallPhases.mark("audit.run.write_wait");
         body.put("audit", pos == null ? null : pos.toJson());
         Map<String, Object> receipt = Receipts.sign(body, trail.key());
+        dev.berth.engine.metrics.CallPhases.mark("receipt.sign");
         try {
             trail.awaitDurable(ws.tenant, last != null ? last : pos);
+            dev.berth.engine.metrics.CallPhases.mark("audit.fsync_wait");
         } catch (AuditException e) {
             throw new EngineException(Kind.UNAVAILABLE, "the run ended, but its audit record could not be made durable: "
                     + e.getMessage() + "; its result is withheld because it would be unrecorded", e);
