@@ -48,7 +48,7 @@ public final class LatencyBench {
     public record Result(String isolation, String config, double bareP50, double bareP99, double openP50, double openP99,
                          double runP50, double runP99, double runRatio, double openRatio, double runRoundRatio,
                          double openRoundRatio, int bareCount, int runCount, int openCount,
-                         Map<String, Double> phasesP50us, double phasesTotalP50us) {
+                         Map<String, Double> phasesP50us, double phasesTotalP50us, double serverP50us) {
 
         Map<String, Object> toJson() {
             Map<String, Object> m = new LinkedHashMap<>();
@@ -66,6 +66,7 @@ public final class LatencyBench {
             phasesP50us.forEach((k, v) -> phases.put(k, round(v)));
             m.put("run_phases_p50_us", phases);
             m.put("run_in_handler_p50_us", round(phasesTotalP50us));
+            m.put("run_in_server_p50_us", round(serverP50us));
             return m;
         }
     }
@@ -99,8 +100,10 @@ public final class LatencyBench {
         System.out.printf("%nwhere a run(true) goes on the server (median of each phase over the timed runs, us; in order):%n");
         r.phasesP50us().forEach((k, v) -> System.out.printf("  %-36s %9.0f%n", k, v));
         System.out.printf("  %-36s %9.0f   (median of the handler's totals)%n", "= in the tool handler", r.phasesTotalP50us());
-        System.out.printf("  %-36s %9.0f   (run p50 - handler p50: client, pipes, SDK decode/dispatch/encode)%n",
-                "outside the handler", r.runP50() * 1000 - r.phasesTotalP50us());
+        System.out.printf("  %-36s %9.0f   (server p50 - handler p50: JSON-RPC check, SDK dispatch, schema validation, encoding)%n",
+                "in the server, outside the handler", r.serverP50us() - r.phasesTotalP50us());
+        System.out.printf("  %-36s %9.0f   (run p50 - server p50: the client, its SDK and the pipes)%n",
+                "outside the server", r.runP50() * 1000 - r.serverP50us());
     }
 
     /** The bare tool the run is compared with: the same namespaces, uid drop and read-only binds, running `true`. */
@@ -136,7 +139,8 @@ public final class LatencyBench {
         List<Double> rtt = new ArrayList<>();
         List<Double> runRatios = new ArrayList<>();
         List<Double> openRatios = new ArrayList<>();
-        try (McpSyncClient client = McpClient.sync(transport).requestTimeout(Duration.ofSeconds(120)).build()) {
+        try (McpSyncClient client = McpClient.sync(transport).requestTimeout(Duration.ofSeconds(120))
+                .initializationTimeout(Duration.ofSeconds(120)).build()) {
             client.initialize();
             call(client, "run", Map.of("workspace", open(client), "command", "true")); // warm-up: JIT, agent binary, /etc
             for (int i = 0; i < 3; i++) bare(bwrap);
@@ -169,8 +173,9 @@ public final class LatencyBench {
         List<JsonNode> runs = List.of();
         for (int i = 0; i < 100 && runs.size() < 1 + plan.opens() + plan.warmRuns() + rtt.size(); i++) {
             if (i > 0) Thread.sleep(100);
-            runs = runPhases(phases);
+            runs = calls(phases, "run");
         }
+        List<JsonNode> server = calls(phases, "server:tools/call");
         Files.deleteIfExists(phases);
         Map<String, Double> phaseP50 = new LinkedHashMap<>();
         double totalP50 = 0;
@@ -185,20 +190,22 @@ public final class LatencyBench {
             by.forEach((k, v) -> phaseP50.put(k, pct(v, 50)));
             totalP50 = pct(timed.stream().map(n -> n.path("total_us").asDouble()).toList(), 50);
         }
+        double serverP50 = server.size() < rtt.size() ? Double.NaN
+                : pct(server.subList(server.size() - rtt.size(), server.size()).stream().map(n -> n.path("total_us").asDouble()).toList(), 50);
         dev.berth.engine.spi.Trees.delete(scratch);
         double bareP50 = pct(bare, 50);
         return new Result(isolation, config == null ? null : Path.of(config).getFileName().toString(), bareP50, pct(bare, 99),
                 pct(open, 50), pct(open, 99), pct(rtt, 50), pct(rtt, 99), pct(rtt, 50) / bareP50, pct(open, 50) / bareP50,
-                pct(runRatios, 50), pct(openRatios, 50), bare.size(), rtt.size(), open.size(), phaseP50, totalP50);
+                pct(runRatios, 50), pct(openRatios, 50), bare.size(), rtt.size(), open.size(), phaseP50, totalP50, serverP50);
     }
 
-    private static List<JsonNode> runPhases(Path file) throws IOException {
+    private static List<JsonNode> calls(Path file, String call) throws IOException {
         if (!Files.exists(file)) return List.of();
         List<JsonNode> out = new ArrayList<>();
         for (String line : Files.readAllLines(file)) {
             if (line.isBlank()) continue;
             JsonNode n = JSON.readTree(line);
-            if (n.path("call").asString().equals("run")) out.add(n);
+            if (n.path("call").asString().equals(call)) out.add(n);
         }
         return out;
     }

@@ -334,7 +334,9 @@ public final class EngineEvidence implements AutoCloseable {
         m.put("duration_ms", r.durationMs());
         m.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
         m.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
-        String policyDigest = policyDigest(effective);
+        PolicyDigest last = lastDigest;
+        if (last == null || last.policy() != effective) lastDigest = last = new PolicyDigest(effective, policyDigest(effective));
+        String policyDigest = last.digest();
         m.put("egress_policy_digest", policyDigest);
         Map<String, Object> egressSummary = egressSummary(egress);
         m.put("egress", egressSummary);
@@ -393,6 +395,11 @@ public final class EngineEvidence implements AutoCloseable {
         m.put("sha256", sha256);
         return m;
     }
+
+    /** The last policy digested, by identity: a workspace's runs mostly share one policy object (policies are values). */
+    private record PolicyDigest(Policy policy, String digest) {}
+
+    private volatile PolicyDigest lastDigest;
 
     /** SHA-256 of the canonical list of the effective allowlist entries, sorted ("*.github.com:[443]", ...). */
     public static String policyDigest(Policy p) {

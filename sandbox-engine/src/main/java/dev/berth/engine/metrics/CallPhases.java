@@ -83,6 +83,14 @@ public final class CallPhases {
         DONE.add(sb.append("}}\n").toString());
     }
 
+    /**
+     * A transport's whole time on one request of {@code method}, from reading its line to writing the answer (the
+     * handler's phases plus the SDK's dispatch, validation and encoding); queued as a call named "server:METHOD".
+     */
+    public static void server(String method, long nanos) {
+        if (FILE != null) DONE.add("{\"call\":\"server:" + method + "\",\"total_us\":" + nanos / 1000 + "}\n");
+    }
+
     private static synchronized void flush() {
         StringBuilder sb = new StringBuilder();
         for (String s; (s = DONE.poll()) != null; ) sb.append(s);
