@@ -31,7 +31,7 @@ import tools.jackson.databind.json.JsonMapper;
  * measurement ({@link #measure}) and compares its ratios with the committed baseline.
  */
 public final class LatencyBench {
-    static final JsonMapper JSON = JsonMapper.builder().build();
+    public static final JsonMapper JSON = JsonMapper.builder().build();
 
     /** How much to measure: {@code rounds} rounds of {@code bare} bare starts and {@code runs} runs; {@code opens} opens. */
     public record Plan(int rounds, int bare, int runs, int opens, int warmRuns) {
@@ -50,7 +50,7 @@ public final class LatencyBench {
                          double openRoundRatio, int bareCount, int runCount, int openCount,
                          Map<String, Double> phasesP50us, double phasesTotalP50us, double serverP50us) {
 
-        Map<String, Object> toJson() {
+        public Map<String, Object> toJson() {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("benchmark", "run-latency");
             m.put("measured_at", Instant.now().toString());
