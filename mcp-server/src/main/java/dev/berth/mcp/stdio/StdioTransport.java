@@ -133,7 +133,10 @@ public final class StdioTransport implements McpServerTransportProvider {
                         return;
                     }
                     if ("initialize".equals(a.method())) initializeSeen = true;
-                    if (CallPhases.enabled()) readAt.put(a.id(), lastRead);
+                    if (CallPhases.enabled()) {
+                        readAt.put(a.id(), lastRead);
+                        CallPhases.read(lastRead);
+                    }
                 }
                 JSONRPCMessage m = toSdk(a);
                 session.handle(m).subscribe(null, e -> LOG.log(System.Logger.Level.WARNING, "handling '" + a.method() + "' failed: " + e));

@@ -127,8 +127,10 @@ public final class LatencyBench {
         Files.setPosixFilePermissions(home, PosixFilePermissions.fromString("rwx--x--x"));
         Path phases = Files.createTempFile("bench-phases-", ".jsonl");
         Files.delete(phases);
-        List<String> serverArgs = new ArrayList<>(List.of("-Dberth.phases=" + phases, "-jar", jar.toString(), "stdio",
-                "--home", home.toString(), "--isolation", isolation));
+        List<String> serverArgs = new ArrayList<>(List.of("-Dberth.phases=" + phases));
+        // more JVM options for the server (-Dberth.bench.serverJvm="-Dx=y -Dz=w"), e.g. an experiment's switch
+        for (String o : System.getProperty("berth.bench.serverJvm", "").split(" ")) if (!o.isBlank()) serverArgs.add(o);
+        serverArgs.addAll(List.of("-jar", jar.toString(), "stdio", "--home", home.toString(), "--isolation", isolation));
         if (isolation.equals("microvm")) serverArgs.addAll(List.of("--microvm-image", "test"));
         if (config != null) serverArgs.addAll(List.of("--config", config));
         var transport = new StdioClientTransport(ServerParameters.builder(java).args(serverArgs).build(),
@@ -192,6 +194,10 @@ public final class LatencyBench {
         }
         double serverP50 = server.size() < rtt.size() ? Double.NaN
                 : pct(server.subList(server.size() - rtt.size(), server.size()).stream().map(n -> n.path("total_us").asDouble()).toList(), 50);
+        if (server.size() >= rtt.size() && !phaseP50.isEmpty()) {
+            phaseP50.put("mcp.handler_to_written", pct(server.subList(server.size() - rtt.size(), server.size()).stream()
+                    .map(n -> n.path("handler_to_written_us").asDouble()).toList(), 50));
+        }
         dev.berth.engine.spi.Trees.delete(scratch);
         double bareP50 = pct(bare, 50);
         return new Result(isolation, config == null ? null : Path.of(config).getFileName().toString(), bareP50, pct(bare, 99),

@@ -52,9 +52,24 @@ public final class CallPhases {
     /** Whether phases are recorded in this JVM. */
     public static boolean enabled() { return FILE != null; }
 
+    /** When the transport last read a request ({@link #read}); with one request at a time, the one being handled. */
+    private static volatile long lastRead;
+    /** When the last call ended on its handler ({@link #end}). */
+    private static volatile long lastEnd;
+
+    /** A transport read a request now (one at a time, as the benchmark sends them: the next call begun is its). */
+    public static void read(long nanos) {
+        if (FILE != null) lastRead = nanos;
+    }
+
     /** Starts timing a call of {@code tool} on this thread (a no-op unless enabled). */
     public static void begin(String tool) {
-        if (FILE != null) CURRENT.set(new CallPhases(tool));
+        if (FILE == null) return;
+        CallPhases p = new CallPhases(tool);
+        long read = lastRead;
+        // the request's way from the transport's reader to this handler (JSON-RPC check, SDK dispatch and validation)
+        if (read != 0 && read < p.start) p.nanos.put("mcp.read_to_handler", p.start - read);
+        CURRENT.set(p);
     }
 
     /** Closes the phase that ran on this thread since the last mark (or {@link #begin}) as {@code phase}. */
@@ -72,6 +87,7 @@ public final class CallPhases {
         if (p == null) return;
         mark(phase);
         CURRENT.remove();
+        lastEnd = p.last;
         StringBuilder sb = new StringBuilder("{\"call\":\"").append(p.call).append("\",\"total_us\":")
                 .append((p.last - p.start) / 1000).append(",\"phases_us\":{");
         boolean first = true;
@@ -88,7 +104,9 @@ public final class CallPhases {
      * handler's phases plus the SDK's dispatch, validation and encoding); queued as a call named "server:METHOD".
      */
     public static void server(String method, long nanos) {
-        if (FILE != null) DONE.add("{\"call\":\"server:" + method + "\",\"total_us\":" + nanos / 1000 + "}\n");
+        if (FILE == null) return;
+        long written = System.nanoTime() - lastEnd; // from the handler's end to the answer written (SDK, encoding)
+        DONE.add("{\"call\":\"server:" + method + "\",\"total_us\":" + nanos / 1000 + ",\"handler_to_written_us\":" + written / 1000 + "}\n");
     }
 
     private static synchronized void flush() {
