@@ -102,8 +102,8 @@ public final class RunFlow {
             s.release(evidence);
             CallPhases.mark("egress.end+revoke");
         }
-        // the end record's fsync runs while the guard looks at what the run changed
-        EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, effective, ended.result(), s.creds().used(), resumed, s.egress());
+        // the end record's write, its fsync and the receipt's signature run while the guard looks at what the run changed
+        EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, startedAt, effective, ended.result(), s.creds().used(), resumed, s.egress());
         CallPhases.mark("audit.run.encode");
         RunResult r = runner.checked(ws, sandbox, ended);
         CallPhases.mark("guard.after");
@@ -119,7 +119,7 @@ public final class RunFlow {
             r = r.withResumed("the workspace was parked and was resumed for this run"
                     + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
         }
-        return evidence.runEnded(ws, runId, startedAt, record, findings, r);
+        return evidence.runEnded(ws, runId, record, findings, r);
     }
 
     /**
