@@ -336,6 +336,7 @@ public final class Engine implements AutoCloseable {
         } finally {
             ws.lock.unlock();
         }
+        dev.berth.engine.metrics.CallPhases.mark(resumed ? "engine.admit+resume" : "engine.admit");
         try {
             return fn.call(ws, sandbox, resumed);
         } finally {
@@ -345,6 +346,7 @@ public final class Engine implements AutoCloseable {
             } finally {
                 ws.lock.unlock();
             }
+            dev.berth.engine.metrics.CallPhases.mark("engine.release");
         }
     }
 

@@ -80,4 +80,34 @@ class AgentConfigGuardTest {
     void run_notTouchingConfig_reportsNothing() throws Exception {
         assertEquals(List.of(), sh("echo hi > notes.txt; cat .mcp.json >/dev/null").agentConfigChanges());
     }
+
+    @Test
+    void fileToolBetweenRuns_isNotTakenForTheNextRunsChange() throws Exception {
+        sh("true"); // leaves the guard's look after it for the next run
+        engine.writeFile(Tenant.LOCAL, ws, ".mcp.json", "{\"mcpServers\":{\"mine\":{}}}".getBytes(StandardCharsets.UTF_8), false, 0644);
+        assertEquals(List.of(), sh("true").agentConfigChanges());
+        assertEquals("{\"mcpServers\":{\"mine\":{}}}", sh("cat .mcp.json").stdout());
+    }
+
+    @Test
+    void runsOneAfterAnother_eachSeeTheirOwnChangesOnly() throws Exception {
+        assertEquals(List.of(), sh("true").agentConfigChanges());
+        assertEquals(List.of(new AgentConfigChange("/workspace/.claude/settings.json", "created", true)),
+                sh("mkdir -p .claude && echo '{}' > .claude/settings.json").agentConfigChanges());
+        assertEquals(List.of(), sh("true").agentConfigChanges());
+        assertEquals(List.of(new AgentConfigChange("/root/.npmrc", "modified", true)), sh("echo x >> ~/.npmrc").agentConfigChanges());
+        assertEquals(List.of(), sh("true").agentConfigChanges());
+        assertEquals("registry=https://registry.npmjs.org/\n", sh("cat ~/.npmrc").stdout());
+    }
+
+    @Test
+    void deepTreesAndRepositories_areWatched() throws Exception {
+        List<String> files = List.of("/workspace/proj/.claude/a/b/c/settings.json", "/workspace/other/.git/hooks/pre-commit",
+                "/root/.vscode/settings.json");
+        for (String f : files) engine.writeFile(Tenant.LOCAL, ws, f, "v1\n".getBytes(StandardCharsets.UTF_8), false, 0644);
+        RunResult r = sh("for f in " + String.join(" ", files) + "; do echo x >> $f; done");
+        assertEquals(new java.util.HashSet<>(files), new java.util.HashSet<>(r.agentConfigChanges().stream().map(AgentConfigChange::path).toList()));
+        assertTrue(r.agentConfigChanges().stream().allMatch(c -> c.change().equals("modified") && c.reverted()), r.agentConfigChanges().toString());
+        assertEquals("v1\nv1\nv1\n", sh("cat " + String.join(" ", files)).stdout());
+    }
 }

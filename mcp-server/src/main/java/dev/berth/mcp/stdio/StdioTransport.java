@@ -17,6 +17,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import dev.berth.engine.metrics.CallPhases;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import reactor.core.publisher.Mono;
@@ -47,6 +48,10 @@ public final class StdioTransport implements McpServerTransportProvider {
     private final AtomicBoolean closing = new AtomicBoolean();
     /** Requests the SDK has not answered yet: id (Long or String) to method. */
     private final Map<Object, String> inFlight = new ConcurrentHashMap<>();
+    /** When each request in flight was read (only while call phases are recorded: {@code -Dberth.phases}). */
+    private final Map<Object, Long> readAt = new ConcurrentHashMap<>();
+    /** When the reader took the line it is dispatching (reader thread only). */
+    private long lastRead;
     private volatile boolean initializeSeen;
     private volatile McpServerSession session;
 
@@ -75,6 +80,7 @@ public final class StdioTransport implements McpServerTransportProvider {
                             + " bytes refused: at most " + WireLimits.MAX_MESSAGE_BYTES + " bytes per message (for larger files,"
                             + " write_file with append: true in parts)"));
                 } else if (!blank(line)) {
+                    lastRead = System.nanoTime();
                     MessageCheck.Result checked = MessageCheck.check(line.bytes(), line.length());
                     try {
                         dispatch(checked);
@@ -127,6 +133,10 @@ public final class StdioTransport implements McpServerTransportProvider {
                         return;
                     }
                     if ("initialize".equals(a.method())) initializeSeen = true;
+                    if (CallPhases.enabled()) {
+                        readAt.put(a.id(), lastRead);
+                        CallPhases.read(lastRead);
+                    }
                 }
                 JSONRPCMessage m = toSdk(a);
                 session.handle(m).subscribe(null, e -> LOG.log(System.Logger.Level.WARNING, "handling '" + a.method() + "' failed: " + e));
@@ -209,7 +219,10 @@ public final class StdioTransport implements McpServerTransportProvider {
         public Mono<Void> sendMessage(JSONRPCMessage message) {
             return Mono.fromRunnable(() -> {
                 if (closing.get() && !(message instanceof McpSchema.JSONRPCResponse)) return;
+                Long read = message instanceof McpSchema.JSONRPCResponse r && r.id() != null && CallPhases.enabled() ? readAt.remove(r.id()) : null;
+                String method = read == null ? null : inFlight.get(((McpSchema.JSONRPCResponse) message).id());
                 reply(serialize(message));
+                if (read != null) CallPhases.server(method, System.nanoTime() - read);
             });
         }
 

@@ -7,6 +7,7 @@ import dev.berth.engine.api.OpenRequest;
 import dev.berth.engine.api.OutputListener;
 import dev.berth.engine.api.RunRequest;
 import dev.berth.engine.api.Tenant;
+import dev.berth.engine.metrics.CallPhases;
 import dev.berth.engine.spi.Resources;
 import dev.berth.schemas.ToolCatalog;
 import io.modelcontextprotocol.json.McpJsonMapper;
@@ -102,12 +103,17 @@ public final class Tools {
 
     private CallToolResult call(String tool, Handler h, McpSyncServerExchange exchange, CallToolRequest req) {
         Tenant tenant = null;
+        CallPhases.begin(tool);
         try {
             tenant = tenants.apply(exchange);
             // recorded before anything happens: a call that cannot be recorded does not run (audit.on_failure)
             audit.call(tenant, tool, exchange, req.arguments());
+            CallPhases.mark("mcp.tool_call_record");
             Map<String, Object> out = h.handle(exchange, new Args(req.arguments()), req);
-            return CallToolResult.builder().structuredContent(out).addTextContent(Mirror.of(out, this::toJson)).build();
+            CallPhases.mark("mcp.result_map");
+            CallToolResult r = CallToolResult.builder().structuredContent(out).addTextContent(Mirror.of(out, this::toJson)).build();
+            CallPhases.end("mcp.result_encode");
+            return r;
         } catch (EngineException e) {
             if (tenant != null) audit.error(tenant, tool, e.getMessage());
             return error(e.getMessage());
@@ -164,6 +170,7 @@ public final class Tools {
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
                 a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"),
                 a.stringList("egress"), a.stringList("secrets"));
+        CallPhases.mark("mcp.arguments");
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");
         Tenant tenant = tenants.apply(ex);

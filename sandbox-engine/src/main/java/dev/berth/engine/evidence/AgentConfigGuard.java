@@ -8,11 +8,14 @@ import java.io.IOException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 /**
  * Watches the files that steer coding agents ({@code .claude/}, {@code .mcp.json}, {@code .cursor/},
@@ -37,6 +40,9 @@ public final class AgentConfigGuard {
     static final int MAX_FILES = 300;
     static final int MAX_HASHED = 1 << 20;
     static final int MAX_KEPT = 256 << 10;
+    /** Requests one fingerprint keeps in flight to its agent at most (each waits on a virtual thread). */
+    static final int IN_FLIGHT = 16;
+    private static final java.util.concurrent.ExecutorService ASYNC = Executors.newVirtualThreadPerTaskExecutor();
 
     /** One guarded file as it was: {@code content} kept (for revert) when small. */
     public record Entry(char kind, long size, int mode, long mtime, String sha256, byte[] content) {
@@ -50,28 +56,85 @@ public final class AgentConfigGuard {
 
     private AgentConfigGuard() {}
 
+    /**
+     * The guarded files as they are now. The directories it will look at are listed level by level, each level's
+     * listings (and at the end every file's read) sent to the agent together, so the fingerprint costs a few round
+     * trips instead of one per directory and file; a directory whose name its parent's listing lacks is not asked for
+     * (its answer would be "no such file"). The result is the same as looking one path after another.
+     */
     public static Map<String, Entry> fingerprint(AgentClient agent) throws IOException {
-        Map<String, List<FileEntry>> listings = new HashMap<>();
-        Map<String, Entry> out = new LinkedHashMap<>();
+        Map<String, List<FileEntry>> listings = new ConcurrentHashMap<>();
+        prefetch(agent, listings, ROOTS);
+        List<String> bases = new ArrayList<>();
         for (String root : ROOTS) {
-            List<String> bases = new ArrayList<>(List.of(root));
+            bases.add(root);
             if (root.equals("/workspace")) {
-                list(agent, listings, root).stream().filter(e -> e.kind() == 'd' && !e.name().startsWith("."))
+                listings.get(root).stream().filter(e -> e.kind() == 'd' && !e.name().startsWith("."))
                         .limit(MAX_SUBDIRS).forEach(e -> bases.add(root + "/" + e.name()));
             }
-            for (String base : bases) {
-                for (String g : GUARDED) {
-                    String path = base + "/" + g;
-                    FileEntry e = lookup(agent, listings, path);
-                    if (e == null) continue;
-                    if (e.kind() == 'd') walk(agent, listings, path, 0, out);
-                    else add(agent, path, e, out);
-                    if (out.size() >= MAX_FILES) return out;
-                }
+        }
+        prefetch(agent, listings, bases);
+        // the parents of guarded paths (.vscode, .git) and the guarded paths, where their parents' listings name them
+        List<String> level = new ArrayList<>();
+        List<String> parents = new ArrayList<>();
+        for (String base : bases) {
+            for (String g : GUARDED) {
+                String path = base + "/" + g;
+                if (!parentOf(path).equals(base) && present(listings, parentOf(path))) parents.add(parentOf(path));
+                level.add(path);
             }
         }
-        return out;
+        prefetch(agent, listings, parents);
+        level = level.stream().filter(p -> listed(listings, p, 'd')).toList();
+        // then the trees under them, a level at a time, as deep as the walk goes; the walk itself fetches the rest
+        for (int depth = 0, listed = 0; depth <= 4 && !level.isEmpty() && listed < MAX_FILES; depth++) {
+            prefetch(agent, listings, level);
+            List<String> next = new ArrayList<>();
+            for (String dir : level) {
+                for (FileEntry e : listings.getOrDefault(dir, List.of())) {
+                    listed++;
+                    if (e.kind() == 'd') next.add(dir + "/" + e.name());
+                }
+            }
+            level = next;
+        }
+        Map<String, FileEntry> found = new LinkedHashMap<>();
+        walkAll(agent, listings, bases, found);
+        return read(agent, found);
     }
+
+    /** The guarded files in the order the walk meets them, at most {@link #MAX_FILES}. */
+    private static void walkAll(AgentClient agent, Map<String, List<FileEntry>> listings, List<String> bases,
+                                Map<String, FileEntry> found) throws IOException {
+        for (String base : bases) {
+            for (String g : GUARDED) {
+                String path = base + "/" + g;
+                FileEntry e = lookup(agent, listings, path);
+                if (e == null) continue;
+                if (e.kind() == 'd') walk(agent, listings, path, 0, found);
+                else found.put(path, e);
+                if (found.size() >= MAX_FILES) return;
+            }
+        }
+    }
+
+    /**
+     * Whether {@code path} may be a directory worth listing: its parent's listing (when fetched) names it as anything
+     * but a regular file. A name the listing lacks needs no round trip (the answer would be "no such file").
+     */
+    private static boolean present(Map<String, List<FileEntry>> listings, String path) {
+        List<FileEntry> parent = listings.get(parentOf(path));
+        String name = path.substring(path.lastIndexOf('/') + 1);
+        return parent == null || parent.stream().anyMatch(e -> e.name().equals(name) && e.kind() != 'f');
+    }
+
+    /** Whether the fetched listing of {@code path}'s parent names it as a {@code kind}. */
+    private static boolean listed(Map<String, List<FileEntry>> listings, String path, char kind) {
+        String name = path.substring(path.lastIndexOf('/') + 1);
+        return listings.getOrDefault(parentOf(path), List.of()).stream().anyMatch(e -> e.name().equals(name) && e.kind() == kind);
+    }
+
+    private static String parentOf(String path) { return path.substring(0, path.lastIndexOf('/')); }
 
     public static List<AgentConfigChange> diff(Map<String, Entry> before, Map<String, Entry> after) {
         List<AgentConfigChange> changes = new ArrayList<>();
@@ -128,34 +191,81 @@ public final class AgentConfigGuard {
     }
 
     private static void walk(AgentClient agent, Map<String, List<FileEntry>> listings, String dir, int depth,
-                             Map<String, Entry> out) throws IOException {
+                             Map<String, FileEntry> found) throws IOException {
         if (depth > 4) return;
         for (FileEntry e : list(agent, listings, dir)) {
-            if (out.size() >= MAX_FILES) return;
+            if (found.size() >= MAX_FILES) return;
             String p = dir + "/" + e.name();
-            if (e.kind() == 'd') walk(agent, listings, p, depth + 1, out);
-            else add(agent, p, e, out);
+            if (e.kind() == 'd') walk(agent, listings, p, depth + 1, found);
+            else found.put(p, e);
         }
     }
 
-    private static void add(AgentClient agent, String path, FileEntry e, Map<String, Entry> out) throws IOException {
-        String sha = null;
-        byte[] kept = null;
-        if (e.kind() == 'f' && e.size() <= MAX_HASHED) {
-            try {
-                byte[] data = agent.readWholeFile(path, MAX_HASHED);
-                sha = sha256(data);
-                if (data.length <= MAX_KEPT) kept = data;
-            } catch (AgentException ex) {
-                // unreadable or vanished between list and read: compare by metadata
-            }
+    /** Reads and hashes every regular file found ({@link #IN_FLIGHT} reads in flight together), keeping the walk's order. */
+    private static Map<String, Entry> read(AgentClient agent, Map<String, FileEntry> found) throws IOException {
+        Map<String, Entry> out = new LinkedHashMap<>();
+        List<Map.Entry<String, FileEntry>> all = new ArrayList<>(found.entrySet());
+        for (int i = 0; i < all.size(); i += IN_FLIGHT) read(agent, all.subList(i, Math.min(all.size(), i + IN_FLIGHT)), out);
+        return out;
+    }
+
+    private static void read(AgentClient agent, List<Map.Entry<String, FileEntry>> batch, Map<String, Entry> out) throws IOException {
+        Map<String, Future<byte[]>> reads = new LinkedHashMap<>();
+        for (var f : batch) {
+            FileEntry e = f.getValue();
+            if (e.kind() == 'f' && e.size() <= MAX_HASHED) reads.put(f.getKey(), submit(() -> agent.readWholeFile(f.getKey(), MAX_HASHED)));
         }
-        out.put(path, new Entry(e.kind(), e.size(), e.mode(), e.mtimeSeconds(), sha, kept));
+        for (var f : batch) {
+            FileEntry e = f.getValue();
+            String sha = null;
+            byte[] kept = null;
+            Future<byte[]> read = reads.get(f.getKey());
+            if (read != null) {
+                try {
+                    byte[] data = join(read);
+                    sha = sha256(data);
+                    if (data.length <= MAX_KEPT) kept = data;
+                } catch (AgentException ex) {
+                    // unreadable or vanished between list and read: compare by metadata
+                }
+            }
+            out.put(f.getKey(), new Entry(e.kind(), e.size(), e.mode(), e.mtimeSeconds(), sha, kept));
+        }
+    }
+
+    /** Lists those of {@code dirs} not listed yet, {@link #IN_FLIGHT} requests in flight together. */
+    private static void prefetch(AgentClient agent, Map<String, List<FileEntry>> listings, List<String> dirs) throws IOException {
+        List<String> todo = dirs.stream().filter(d -> !listings.containsKey(d)).distinct().toList();
+        if (todo.size() == 1) {
+            list(agent, listings, todo.getFirst());
+            return;
+        }
+        for (int i = 0; i < todo.size(); i += IN_FLIGHT) {
+            List<Future<List<FileEntry>>> answers = new ArrayList<>();
+            for (String d : todo.subList(i, Math.min(todo.size(), i + IN_FLIGHT))) answers.add(ASYNC.submit(() -> list(agent, listings, d)));
+            for (var a : answers) join(a);
+        }
+    }
+
+    private static <T> Future<T> submit(java.util.concurrent.Callable<T> c) { return ASYNC.submit(c); }
+
+    private static <T> T join(Future<T> f) throws IOException {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AgentException("interrupted while fingerprinting agent configuration", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IOException io) throw io;
+            if (e.getCause() instanceof RuntimeException re) throw re;
+            throw new IllegalStateException(e.getCause());
+        }
     }
 
     private static FileEntry lookup(AgentClient agent, Map<String, List<FileEntry>> listings, String path) throws IOException {
         int slash = path.lastIndexOf('/');
         String name = path.substring(slash + 1);
+        if (!present(listings, path.substring(0, slash))) return null; // its directory is not there: nothing to ask
         for (FileEntry e : list(agent, listings, path.substring(0, slash))) if (e.name().equals(name)) return e;
         return null;
     }

@@ -315,67 +315,80 @@ public final class EngineEvidence implements AutoCloseable {
         trail.recordLater(ws.tenant, "run_error", m);
     }
 
-    /** A foreground run's end record, as its receipt repeats it. */
-    public record RunRecord(Written pos, String policyDigest, Map<String, Object> egress, List<Map<String, Object>> secrets) {}
+    /** A foreground run's end record (its position once written) and its receipt (signed once the record is written). */
+    public record RunRecord(Written pos, java.util.concurrent.CompletableFuture<Map<String, Object>> receipt) {}
 
     /**
-     * A foreground command ended: its record is encoded, chained and written on another thread, and its fsync (with
-     * everything before it, run_start included) follows at once, while the engine finishes the run (the agent-config
-     * guard's round trip to the agent, the receipt's signature); {@link #runEnded} waits for both.
+     * A foreground command ended: its record is built, encoded, chained and written on another thread, which then
+     * starts its fsync (with everything before it, run_start included) and signs the run's receipt naming it, while the
+     * engine finishes the run (the agent-config guard's look at the workspace); {@link #runEnded} waits for the
+     * receipt and the fsync. The receipt says what the record says; its {@code ended_at} is when the command ended.
      */
-    public RunRecord runExited(Workspace ws, String runId, long t0, Policy effective, RunResult r, List<SecretUse> used,
-                        boolean resumed, WorkspaceEgress.RunEgress egress) {
+    public RunRecord runExited(Workspace ws, String runId, long t0, Instant startedAt, Policy effective, RunResult r,
+                               List<SecretUse> used, boolean resumed, WorkspaceEgress.RunEgress egress) {
         metrics.run(ws.driver.name(), System.nanoTime() - t0, r.timedOut() ? "timeout" : r.exitCode() == 0 ? "exit_0" : "exit_nonzero");
-        Map<String, Object> m = base(ws);
-        m.put("run", runId);
-        m.put("exit_code", r.exitCode());
-        if (r.signal() != 0) m.put("signal", r.signal());
-        m.put("timed_out", r.timedOut());
-        m.put("duration_ms", r.durationMs());
-        m.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
-        m.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
-        String policyDigest = policyDigest(effective);
-        m.put("egress_policy_digest", policyDigest);
+        Instant endedAt = Instant.now();
+        // what the record needs of the run's egress, copied now: the run is over, its egress record is final
         Map<String, Object> egressSummary = egressSummary(egress);
-        m.put("egress", egressSummary);
         List<Map<String, Object>> secrets = used.stream().map(EngineEvidence::use).toList();
-        m.put("secrets_used", secrets);
-        if (resumed) m.put("resumed", true);
+        var receipt = new java.util.concurrent.CompletableFuture<Map<String, Object>>();
         Written pos = inBackground(() -> {
-            AuditLog.Position p = record(ws.tenant, "run", m, Durability.WRITTEN);
-            trail.syncAhead(ws.tenant, p);
-            return p;
+            try {
+                Map<String, Object> m = base(ws);
+                m.put("run", runId);
+                m.put("exit_code", r.exitCode());
+                if (r.signal() != 0) m.put("signal", r.signal());
+                m.put("timed_out", r.timedOut());
+                m.put("duration_ms", r.durationMs());
+                m.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
+                m.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
+                PolicyDigest last = lastDigest;
+                if (last == null || last.policy() != effective) lastDigest = last = new PolicyDigest(effective, policyDigest(effective));
+                m.put("egress_policy_digest", last.digest());
+                m.put("egress", egressSummary);
+                m.put("secrets_used", secrets);
+                if (resumed) m.put("resumed", true);
+                AuditLog.Position p = record(ws.tenant, "run", m, Durability.WRITTEN);
+                trail.syncAhead(ws.tenant, p);
+                Map<String, Object> body = new LinkedHashMap<>();
+                body.put("run", runId);
+                body.put("tenant", ws.tenant);
+                body.put("workspace", ws.id);
+                body.put("isolation", ws.driver.name());
+                body.put("image", imageId(ws));
+                body.put("egress_policy_digest", last.digest());
+                body.put("secrets_used", secrets);
+                body.put("egress", egressSummary);
+                body.put("exit_code", r.exitCode());
+                body.put("timed_out", r.timedOut());
+                body.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
+                body.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
+                body.put("started_at", startedAt.toString());
+                body.put("ended_at", endedAt.toString());
+                body.put("audit", p == null ? null : p.toJson());
+                receipt.complete(Receipts.sign(body, trail.key()));
+                return p;
+            } catch (Throwable t) {
+                receipt.completeExceptionally(t);
+                throw t;
+            }
         });
-        return new RunRecord(pos, policyDigest, egressSummary, secrets);
+        return new RunRecord(pos, receipt);
     }
 
     /**
-     * A foreground run is ready to return: its receipt, naming the end record, is signed and attached once that
-     * record and {@code last} (a later record of the run, or null) are durable. A result whose record cannot be made
-     * durable is withheld.
+     * A foreground run is ready to return: its receipt is attached once its end record and {@code last} (a later
+     * record of the run, or null) are durable. A result whose record cannot be made durable is withheld.
      */
-    public RunResult runEnded(Workspace ws, String runId, Instant startedAt, RunRecord rec, AuditLog.Position last, RunResult r)
+    public RunResult runEnded(Workspace ws, String runId, RunRecord rec, AuditLog.Position last, RunResult r)
             throws EngineException {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("run", runId);
-        body.put("tenant", ws.tenant);
-        body.put("workspace", ws.id);
-        body.put("isolation", ws.driver.name());
-        body.put("image", imageId(ws));
-        body.put("egress_policy_digest", rec.policyDigest());
-        body.put("secrets_used", rec.secrets());
-        body.put("egress", rec.egress());
-        body.put("exit_code", r.exitCode());
-        body.put("timed_out", r.timedOut());
-        body.put("stdout", output(r.stdoutBytes(), r.stdoutSha256()));
-        body.put("stderr", output(r.stderrBytes(), r.stderrSha256()));
-        body.put("started_at", startedAt.toString());
-        body.put("ended_at", Instant.now().toString());
         AuditLog.Position pos = rec.pos().join();
-        body.put("audit", pos == null ? null : pos.toJson());
-        Map<String, Object> receipt = Receipts.sign(body, trail.key());
+        dev.berth.engine.metrics.CallPhases.mark("audit.run.write_wait");
+        Map<String, Object> receipt = rec.receipt().join();
+        dev.berth.engine.metrics.CallPhases.mark("receipt.sign_wait");
         try {
             trail.awaitDurable(ws.tenant, last != null ? last : pos);
+            dev.berth.engine.metrics.CallPhases.mark("audit.fsync_wait");
         } catch (AuditException e) {
             throw new EngineException(Kind.UNAVAILABLE, "the run ended, but its audit record could not be made durable: "
                     + e.getMessage() + "; its result is withheld because it would be unrecorded", e);
@@ -389,6 +402,11 @@ public final class EngineEvidence implements AutoCloseable {
         m.put("sha256", sha256);
         return m;
     }
+
+    /** The last policy digested, by identity: a workspace's runs mostly share one policy object (policies are values). */
+    private record PolicyDigest(Policy policy, String digest) {}
+
+    private volatile PolicyDigest lastDigest;
 
     /** SHA-256 of the canonical list of the effective allowlist entries, sorted ("*.github.com:[443]", ...). */
     public static String policyDigest(Policy p) {

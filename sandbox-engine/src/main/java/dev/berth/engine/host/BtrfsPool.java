@@ -211,15 +211,18 @@ public final class BtrfsPool {
      * changed since to flush, instead of everything the workspace wrote since the last commit (btrfs commits every
      * 30 s on its own; a snapshot must flush first to be consistent, so without this it pays for the files its
      * workspace has just written). Requests coalesce: one flush runs at a time, and every request made while it runs
-     * is answered by the next one. The future completes when a flush that began after the request has ended (a
-     * failed flush is logged: the snapshot then flushes itself).
+     * is answered by the next one. A flush starts {@link #FLUSH_DELAY_MS} after the request that asked for it (the
+     * requests made meanwhile share it): started at once, its commit landed on the tail of the run that asked (the
+     * guard's look after the command waited ~2 ms for the agent while btrfs committed), and back-to-back runs each
+     * paid for one. The future completes when a flush that began after the request has ended (a failed flush is
+     * logged: the snapshot then flushes itself).
      */
     public java.util.concurrent.CompletableFuture<Void> flushSoon(Path onPool) {
         synchronized (flushLock) {
             if (nextFlush != null) return nextFlush;
             var f = new java.util.concurrent.CompletableFuture<Void>();
             nextFlush = f;
-            FLUSHER.execute(() -> {
+            java.util.concurrent.CompletableFuture.delayedExecutor(FLUSH_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, FLUSHER).execute(() -> {
                 synchronized (flushLock) {
                     if (nextFlush == f) nextFlush = null;
                 }
@@ -234,6 +237,9 @@ public final class BtrfsPool {
             return f;
         }
     }
+
+    /** How long a requested flush waits before it starts (off the tail of the run that asked for it). */
+    static final long FLUSH_DELAY_MS = 250;
 
     private final Object flushLock = new Object();
     private java.util.concurrent.CompletableFuture<Void> nextFlush;

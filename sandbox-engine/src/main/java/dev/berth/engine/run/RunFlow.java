@@ -11,6 +11,7 @@ import dev.berth.engine.api.WorkspaceState;
 import dev.berth.engine.audit.AuditLog;
 import dev.berth.engine.egress.WorkspaceEgress;
 import dev.berth.engine.evidence.EngineEvidence;
+import dev.berth.engine.metrics.CallPhases;
 import dev.berth.engine.spi.Sandbox;
 import dev.berth.engine.workspace.Ids;
 import dev.berth.engine.workspace.Store;
@@ -59,8 +60,11 @@ public final class RunFlow {
                              Policy narrowing, EngineEvidence.Written started) throws EngineException {
             RunCredentials.Grant creds = flow.credentials.mint(tenant, ws, id, req.secrets());
             flow.evidence.credentialsMinted(ws, id, creds.bindings(), started);
+            CallPhases.mark("credentials.mint");
             WorkspaceEgress.RunEgress egress = ws.egress.begin(id, narrowing);
+            CallPhases.mark("egress.begin");
             ws.journal.started(id, kind, req.command());
+            CallPhases.mark("journal.start");
             return new Session(ws, id, creds, egress);
         }
 
@@ -79,6 +83,7 @@ public final class RunFlow {
         Instant startedAt = Instant.now();
         long t0 = System.nanoTime();
         EngineEvidence.Written started = evidence.runStarting(ws, runId, req);
+        CallPhases.mark("audit.run_start.encode");
         Session s = Session.begin(this, tenant, ws, runId, "run", req, narrowing, started);
         Policy effective = narrowing == null ? ws.egress.policy() : ws.egress.policy().narrow(narrowing);
         Runner.Ended ended;
@@ -89,18 +94,24 @@ public final class RunFlow {
             throw e;
         } finally {
             ws.journal.ended(runId);
+            CallPhases.mark("journal.end");
             // what the run wrote goes to disk now, off every request's path, not in a later snapshot
             ws.flushAfterRun(sandbox);
             if (refillPool != null && ws.takePoolRefill()) refillPool.accept(ws.driver); // its first run ended: start its replacement
+            CallPhases.mark("flush.request");
             s.release(evidence);
+            CallPhases.mark("egress.end+revoke");
         }
-        // the end record's fsync runs while the guard looks at what the run changed
-        EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, effective, ended.result(), s.creds().used(), resumed, s.egress());
-        RunResult r = runner.checked(sandbox, ended);
+        // the end record's write, its fsync and the receipt's signature run while the guard looks at what the run changed
+        EngineEvidence.RunRecord record = evidence.runExited(ws, runId, t0, startedAt, effective, ended.result(), s.creds().used(), resumed, s.egress());
+        CallPhases.mark("audit.run.encode");
+        RunResult r = runner.checked(ws, sandbox, ended);
+        CallPhases.mark("guard.after");
         r = r.withEgressDenied(s.egress().denials());
         r = r.withEgressFiltered(s.egress().filteredMetadata());
         r = r.withSecrets(s.creds().used(), s.creds().note());
         AuditLog.Position findings = evidence.guardFindings(ws, runId, record, r.agentConfigChanges());
+        CallPhases.mark("result.assemble");
         String lost = ws.takeRecovered(); // said once, in this result
         if (lost != null) r = r.withRecovered(lost);
         r = r.withLifecycle(ws.idleParkAt(), ws.expiresAt());
@@ -108,7 +119,7 @@ public final class RunFlow {
             r = r.withResumed("the workspace was parked and was resumed for this run"
                     + (ws.driver.capabilities().parkKeepsMemory() ? "" : " (files kept; processes had stopped)"));
         }
-        return evidence.runEnded(ws, runId, startedAt, record, findings, r);
+        return evidence.runEnded(ws, runId, record, findings, r);
     }
 
     /**

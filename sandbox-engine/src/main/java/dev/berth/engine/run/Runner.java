@@ -154,10 +154,14 @@ public final class Runner {
             @Override public void onStdout(byte[] data) { out.append(data); listener.onOutput("stdout", data); }
             @Override public void onStderr(byte[] data) { err.append(data); listener.onOutput("stderr", data); }
         });
-        var before = fingerprint(sandbox);
+        dev.berth.engine.metrics.CallPhases.mark("run.prepare");
+        var before = fingerprint(ws, sandbox);
+        dev.berth.engine.metrics.CallPhases.mark("guard.before");
         beforeLaunch.pass();
+        dev.berth.engine.metrics.CallPhases.mark("audit.run_start.wait");
         long t0 = System.nanoTime();
         ExecHandle h = launch(sandbox, prep, sink);
+        dev.berth.engine.metrics.CallPhases.mark("agent.exec_to_started");
         ExecExit exit;
         try {
             exit = h.exit().get(timeout + 10L, TimeUnit.SECONDS);
@@ -173,6 +177,7 @@ public final class Runner {
             throw new EngineException(Kind.UNAVAILABLE, "lost contact with the workspace's agent while the command ran: "
                     + e.getCause().getMessage(), e.getCause());
         }
+        dev.berth.engine.metrics.CallPhases.mark("agent.started_to_exit");
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
         String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
@@ -182,8 +187,8 @@ public final class Runner {
     }
 
     /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */
-    RunResult checked(Sandbox sandbox, Ended ended) {
-        List<AgentConfigChange> changes = guard(sandbox, ended.before());
+    RunResult checked(Workspace ws, Sandbox sandbox, Ended ended) {
+        List<AgentConfigChange> changes = guard(ws, sandbox, ended.before());
         if (changes.isEmpty()) return ended.result();
         String said = changes.size() + " agent configuration file(s) changed by this run"
                 + (config.guard() == GuardMode.REVERT ? " were put back (agent configuration is read-only to runs)" : "")
@@ -191,8 +196,15 @@ public final class Runner {
         return ended.result().withAgentConfigChanges(changes, said);
     }
 
-    private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Sandbox sandbox) throws EngineException {
+    /**
+     * The guarded files before a run: what the guard saw after the workspace's last run when nothing else has touched
+     * the sandbox since ({@link Workspace#recallGuard}), else a fresh look.
+     */
+    @SuppressWarnings("unchecked")
+    private java.util.Map<String, AgentConfigGuard.Entry> fingerprint(Workspace ws, Sandbox sandbox) throws EngineException {
         if (config.guard() == GuardMode.OFF) return null;
+        Object last = ws.recallGuard(sandbox);
+        if (last != null) return (java.util.Map<String, AgentConfigGuard.Entry>) last;
         try {
             return AgentConfigGuard.fingerprint(sandbox.agent());
         } catch (IOException e) {
@@ -200,10 +212,14 @@ public final class Runner {
         }
     }
 
-    private List<AgentConfigChange> guard(Sandbox sandbox, java.util.Map<String, AgentConfigGuard.Entry> before) {
+    private List<AgentConfigChange> guard(Workspace ws, Sandbox sandbox, java.util.Map<String, AgentConfigGuard.Entry> before) {
         if (before == null) return List.of();
         try {
-            List<AgentConfigChange> changes = AgentConfigGuard.diff(before, AgentConfigGuard.fingerprint(sandbox.agent()));
+            long ticket = ws.guardTicket();
+            var after = AgentConfigGuard.fingerprint(sandbox.agent());
+            List<AgentConfigChange> changes = AgentConfigGuard.diff(before, after);
+            // what the files are now, for the next run's "before" (after a revert they are not what was seen: look again)
+            if (changes.isEmpty() || config.guard() != GuardMode.REVERT) ws.rememberGuard(ticket, sandbox, java.util.Collections.unmodifiableMap(after));
             if (changes.isEmpty() || config.guard() != GuardMode.REVERT) return changes;
             return AgentConfigGuard.revert(sandbox.agent(), before, changes);
         } catch (IOException e) {

@@ -93,6 +93,12 @@ public final class Workspace {
     private volatile WorkspaceState state;
     private Sandbox sandbox;
     private int activeRuns;
+    /** Calls into the sandbox so far: with {@code activeRuns}, what tells the guard that nothing came between two runs. */
+    private long callsStarted;
+    /** The agent-config guard's fingerprint after the last run, while nothing has touched the sandbox since; or null. */
+    private GuardMemo guardMemo;
+
+    private record GuardMemo(long call, Sandbox sandbox, Object fingerprint) {}
     private volatile Instant lastUsedAt;
     /** Claimed from the warm pool and no run has ended yet: the pool refills when the first one does. */
     private final AtomicBoolean poolRefillDue = new AtomicBoolean();
@@ -181,7 +187,58 @@ public final class Workspace {
     /** A caller's work on the sandbox begins (park and close wait for it); returns the sandbox. Caller holds the lock. */
     public Sandbox callStarted() {
         activeRuns++;
+        callsStarted++;
         return sandbox;
+    }
+
+    /**
+     * Taken by a run before the guard's look after it: {@link #rememberGuard} honours the ticket only if no other call
+     * was in flight then, none started since, and nothing runs in the background (-1: it will not be honoured).
+     */
+    public long guardTicket() {
+        lock.lock();
+        try {
+            return activeRuns == 1 && !backgroundAlive() ? callsStarted : -1;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Keeps the guard's fingerprint taken after a run (what the guarded files are now), for the next run to take as
+     * its "before" instead of looking again, if nothing but that run touched {@code s} since {@code ticket}.
+     */
+    public void rememberGuard(long ticket, Sandbox s, Object fingerprint) {
+        lock.lock();
+        try {
+            boolean alone = ticket >= 0 && ticket == callsStarted && activeRuns == 1 && s == sandbox && !backgroundAlive();
+            guardMemo = alone ? new GuardMemo(ticket, s, fingerprint) : null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The fingerprint the last run left ({@link #rememberGuard}), for the calling run on {@code s} to take as its
+     * "before": only if this run's call is the one call started since, alone, on the same sandbox, with nothing in the
+     * background (so nothing else can have changed the files in between). Forgets it either way; null if not valid.
+     */
+    public Object recallGuard(Sandbox s) {
+        lock.lock();
+        try {
+            GuardMemo m = guardMemo;
+            guardMemo = null;
+            return m != null && callsStarted == m.call() + 1 && activeRuns == 1 && s == sandbox && m.sandbox() == s
+                    && !backgroundAlive() ? m.fingerprint() : null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean backgroundAlive() {
+        synchronized (processes) {
+            return processes.values().stream().anyMatch(p -> !p.finished());
+        }
     }
 
     /** A caller's work on the sandbox ended: it no longer holds park and close off, and counts as use. Caller holds the lock. */
