@@ -27,21 +27,21 @@ import java.util.List;
  * mount table).
  * Everything else is read-only or a fresh tmpfs ({@code /tmp}, cleared on every start, like a reboot).
  */
-public record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB, BtrfsPool pool) {
+public record Layout(Path state, Path runtime, String workspaceId, int uid, int ids, int diskMiB, BtrfsPool pool) {
     public static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
 
-    /** The layout of a sandbox that runs as its own unprivileged host uid when Berth is root (namespace driver). */
-    public static Layout of(StartRequest r) { return of(r, null); }
-
-    /** As {@link #of(StartRequest)}; a new workspace's layer is a subvolume of {@code pool} when it is not null. */
-    public static Layout of(StartRequest r, BtrfsPool pool) {
-        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(),
-                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB(), pool);
+    /**
+     * The layout of a sandbox whose ids inside are the host ids {@code uid .. uid + ids - 1} (namespace driver, Berth
+     * root: the workspace's slot of {@link IdRanges}); {@code uid} -1 when Berth is not root (one id, its own). A new
+     * workspace's layer is a subvolume of {@code pool} when it is not null.
+     */
+    public static Layout of(StartRequest r, BtrfsPool pool, int uid, int ids) {
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, ids, r.resources().diskMiB(), pool);
     }
 
     /** The layout of a sandbox whose files are served by a privileged helper as {@code uid} (gVisor's gofer: 0). */
     public static Layout owned(StartRequest r, int uid) {
-        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, r.resources().diskMiB(), null);
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, 1, r.resources().diskMiB(), null);
     }
 
     /** In the image layout the socket lives inside the image too, so its bind names no host path. */
@@ -121,7 +121,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         if (usesPool()) {
             mountPoolLayer();
         } else if (usesImage() && mapsOwner()) {
-            DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid);
+            DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid, ids);
         } else if (usesImage()) {
             DiskImage.mount(image(), mountPoint());
             // the filesystem's root belongs to the workspace that made the image: a fork's is another uid
@@ -190,7 +190,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
             Files.createDirectories(mountPoint());
             if (DiskImage.isMounted(mountPoint())) DiskImage.unmount(mountPoint()); // left by a crash
             if (mapsOwner()) {
-                IdmappedMount.bind(sub, mountPoint(), diskOwner(), uid);
+                IdmappedMount.bind(sub, mountPoint(), diskOwner(), uid, ids);
             } else {
                 HostCommand.exec("mount", "--bind", sub.toString(), mountPoint().toString());
                 HostCommand.exec("chown", "--no-dereference", uid + ":" + uid, mountPoint().toString());

@@ -56,6 +56,18 @@ public final class NamespaceDriver implements IsolationDriver {
         this.settings = settings;
         this.bwrap = findBwrap();
         this.pool = poolUnavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
+        if (HostIdentity.isRoot()) settings.idRange().check(Path.of("/etc"), 1);
+    }
+
+    /**
+     * Refuses, naming the numbers, an id range that cannot give each of {@code workspaces} live workspaces a slot of
+     * its own (checked at server start against the configured workspace count). Only when Berth is root: otherwise
+     * every workspace has one id, its server's.
+     *
+     * @throws IllegalArgumentException when the range is too small, or overlaps host users or subordinate ranges
+     */
+    public void checkIdRange(int workspaces) {
+        if (HostIdentity.isRoot()) settings.idRange().check(Path.of("/etc"), workspaces);
     }
 
     /** Null when the layer pool is used, else why not: the host cannot have one, or the settings refuse it. */
@@ -84,7 +96,8 @@ public final class NamespaceDriver implements IsolationDriver {
             return Availability.no("the kernel does not allow user namespaces (kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0)");
         }
         return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
-                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : "")
+                + (HostIdentity.isRoot() ? "; each workspace's ids map onto a range of host ids of its own ("
+                        + settings.idRange().perWorkspace() + " ids from " + settings.idRange() + ")" : "")
                 + (pool != null ? "; layers are subvolumes of the btrfs pool " + pool.image() + " (constant-time snapshots and forks)"
                         : "; layers are per-workspace ext4 images or directories (no layer pool: " + poolUnavailable() + ")"));
     }
@@ -92,7 +105,8 @@ public final class NamespaceDriver implements IsolationDriver {
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities(NAME,
-                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities"
+                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; root's ordinary"
+                        + " capabilities inside the workspace's user namespace only"
                         + (settings.unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
                 false, false, false, "none");
     }
@@ -114,7 +128,13 @@ public final class NamespaceDriver implements IsolationDriver {
         try {
             Path agent = AgentBinary.extract(home.resolve("images"));
             Path etc = BaseEtc.prepare(home.resolve("images"));
-            Layout layout = Layout.of(request, pool);
+            // Berth root: the workspace's slot of host ids (kept across park and restarts; a fork gets its own)
+            int first = -1, ids = 1;
+            if (HostIdentity.isRoot() && !(request.mode() instanceof StartRequest.Inspect)) {
+                first = (int) settings.idRange().claim(home.resolve("ids"), request.stateDir(), request.workspaceId());
+                ids = settings.idRange().perWorkspace();
+            }
+            Layout layout = Layout.of(request, pool, first, ids);
             try {
                 switch (request.mode()) {
                     case StartRequest.Fresh f -> {
