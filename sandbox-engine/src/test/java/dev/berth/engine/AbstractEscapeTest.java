@@ -123,6 +123,14 @@ public abstract class AbstractEscapeTest {
      */
     protected boolean mknodRefused() { return true; }
 
+    /**
+     * A shell command that runs {@code script} (no single quotes) as uid 1000, gid 1000: {@code setpriv} from
+     * util-linux (the host's {@code /usr}, whose {@code /etc} is read-only here); an image without it overrides this.
+     */
+    protected String asUser1000(String script) {
+        return "setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '" + script + "'";
+    }
+
     /** Where {@link #probe} puts {@code escape-probe} in a workspace. */
     protected static final String PROBE = "/workspace/escape-probe";
     private byte[] probe;
@@ -311,8 +319,8 @@ public abstract class AbstractEscapeTest {
     void root_chownsAndDropsToAnotherUser() throws Exception {
         RunResult r = sh("rm -rf /workspace/own /workspace/roots; mkdir /workspace/own /workspace/roots && touch /tmp/f"
                 + " && chown 1000:1000 /tmp/f /workspace/own && find /tmp/f -user 1000 -group 1000"
-                + " && setpriv --reuid=1000 --regid=1000 --clear-groups sh -c"
-                + " 'id -u; grep CapEff /proc/self/status; touch /workspace/own/x && echo wrote; touch /workspace/roots/x 2>/dev/null || echo refused'");
+                + " && " + asUser1000("id -u; grep CapEff /proc/self/status; touch /workspace/own/x && echo wrote;"
+                + " touch /workspace/roots/x 2>/dev/null || echo refused"));
         assertEquals("/tmp/f\n1000\nCapEff:\t0000000000000000\nwrote\nrefused\n", r.stdout(), r.toString());
         assertEquals("/workspace/own/x", sh("find /workspace/own/x -user 1000 -group 1000").stdout().strip());
     }
