@@ -119,10 +119,14 @@ final class NamespaceSandbox implements Sandbox {
         // one uid inside (the workspace's own): root, or the image's User, as which the agent and its runs are seen
         var runAs = req.image() == null ? null : req.image().runAs();
         // the workspace's ids: its whole range, mapped by the server (UserNamespace), or only its own id (Berth not root)
+        // With the range, the agent stays root and switches each run to the image's User itself (--run-as, as on
+        // the other levels: bwrap cannot take another uid in a namespace it joined); with one id, bwrap maps the
+        // image's User onto it and the agent is that user too.
+        boolean agentSwitches = userNsHolder > 0 && runAs != null;
         c.addAll(userNsHolder > 0 ? List.of("--userns", "3") : List.of("--unshare-user"));
         c.addAll(List.of("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--uid", runAs == null ? "0" : Integer.toUnsignedString(runAs.uid()),
-                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", "workspace",
+                "--unshare-cgroup-try", "--uid", runAs == null || agentSwitches ? "0" : Integer.toUnsignedString(runAs.uid()),
+                "--gid", runAs == null || agentSwitches ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", "workspace",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
         // The agent (only it: it confines every run below itself, --isolate-runs) keeps, valid only inside the
         // sandbox's own user namespace, SYS_ADMIN to give each run its own pid and mount namespace with a fresh /proc,
@@ -173,6 +177,7 @@ final class NamespaceSandbox implements Sandbox {
         c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
         if (!settings.unsafeUnconfinedRuns()) c.add("--isolate-runs");
         if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
+        if (agentSwitches) c.addAll(List.of("--run-as", Integer.toUnsignedString(runAs.uid()) + ":" + Integer.toUnsignedString(runAs.gid())));
         return c;
     }
 
