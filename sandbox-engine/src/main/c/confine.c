@@ -239,48 +239,60 @@ static int join_run_cgroup(void) {
 /*
  * A run's /dev where the agent's channel is a device (microVM): a tmpfs with the ordinary nodes bound from the
  * agent's /dev (devtmpfs: every device of the guest), so the run finds no node of the agent's port, nor the disks,
- * the console or /dev/mem, and cannot make one (no CAP_MKNOD, nodev). The nodes are held by O_PATH descriptors while
- * the tmpfs covers their directory, and bound from /proc/self/fd (the run's fresh /proc). Elsewhere the sandbox's
- * /dev is already minimal (bubblewrap's --dev, gVisor's own) and holds no channel: it is left as it is.
+ * the console or /dev/mem, and cannot make one (no CAP_MKNOD, nodev). The agent prepares it once, before its first
+ * run (stage_run_dev, in its own mount namespace at RUN_DEV); each run binds it over /dev and detaches the staging
+ * place (run_dev): two mounts per run instead of a dozen. Elsewhere the sandbox's /dev is already minimal
+ * (bubblewrap's --dev, gVisor's own) and holds no channel: it is left as it is.
  */
+#define RUN_DEV "/run/berth-run-dev"
+static int g_run_dev_staged; /* 1: RUN_DEV holds a run's /dev; -1: staging failed (runs fail to start, with the reason) */
+
+static void stage_run_dev(void) {
+    if (!g_channel_device || g_run_dev_staged) return;
+    g_run_dev_staged = -1;
+    mkdir(RUN_DEV, 0755);
+    if (mount("tmpfs", RUN_DEV, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0) {
+        logmsg("a run's /dev: %s", strerror(errno));
+        return;
+    }
+    static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+        char from[64], to[64];
+        snprintf(from, sizeof from, "/dev/%s", nodes[i]);
+        snprintf(to, sizeof to, RUN_DEV "/%s", nodes[i]);
+        int made = open(to, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+        if (made >= 0) close(made);
+        if (mount(from, to, NULL, MS_BIND, NULL) < 0) {
+            logmsg("a run's /dev: binding %s: %s", from, strerror(errno));
+            return;
+        }
+    }
+    struct stat st;
+    if (stat("/dev/pts", &st) == 0 && S_ISDIR(st.st_mode)) {
+        mkdir(RUN_DEV "/pts", 0755);
+        if (mount("/dev/pts", RUN_DEV "/pts", NULL, MS_BIND | MS_REC, NULL) == 0) (void)!symlink("pts/ptmx", RUN_DEV "/ptmx");
+    }
+    mkdir(RUN_DEV "/shm", 01777);
+    if (mount("shm", RUN_DEV "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
+        logmsg("a run's /dev/shm: %s", strerror(errno));
+        return;
+    }
+    (void)!symlink("/proc/self/fd", RUN_DEV "/fd");
+    (void)!symlink("/proc/self/fd/0", RUN_DEV "/stdin");
+    (void)!symlink("/proc/self/fd/1", RUN_DEV "/stdout");
+    (void)!symlink("/proc/self/fd/2", RUN_DEV "/stderr");
+    g_run_dev_staged = 1;
+}
+
 static int run_dev(void) {
     if (!g_channel_device) return 0;
-    static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-    enum { NNODES = sizeof nodes / sizeof nodes[0] };
-    int fds[NNODES + 1];
-    for (size_t i = 0; i < NNODES; i++) {
-        char p[64];
-        snprintf(p, sizeof p, "/dev/%s", nodes[i]);
-        fds[i] = open(p, O_PATH | O_CLOEXEC);
+    if (g_run_dev_staged != 1) {
+        errno = ENODEV;
+        return -1;
     }
-    fds[NNODES] = open("/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int rc = mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
-    if (rc == 0) {
-        for (size_t i = 0; i <= NNODES; i++) {
-            if (fds[i] < 0) continue;
-            char to[64], from[64];
-            snprintf(to, sizeof to, "/dev/%s", i < NNODES ? nodes[i] : "pts");
-            snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
-            int made = i < NNODES ? open(to, O_CREAT | O_WRONLY | O_CLOEXEC, 0666) : mkdir(to, 0755);
-            if (i < NNODES && made >= 0) close(made);
-            if (mount(from, to, NULL, MS_BIND | (i < NNODES ? 0 : MS_REC), NULL) < 0) {
-                logmsg("a run's /dev: binding %s: %s", to, strerror(errno));
-                rc = -1;
-            }
-        }
-        mkdir("/dev/shm", 01777);
-        chmod("/dev/shm", 01777);
-        if (mount("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0) rc = -1;
-        (void)!symlink("/proc/self/fd", "/dev/fd");
-        (void)!symlink("/proc/self/fd/0", "/dev/stdin");
-        (void)!symlink("/proc/self/fd/1", "/dev/stdout");
-        (void)!symlink("/proc/self/fd/2", "/dev/stderr");
-        if (fds[NNODES] >= 0) (void)!symlink("pts/ptmx", "/dev/ptmx");
-    } else {
-        logmsg("a run's /dev: %s", strerror(errno));
-    }
-    for (size_t i = 0; i <= NNODES; i++) if (fds[i] >= 0) close(fds[i]);
-    return rc;
+    if (mount(RUN_DEV, "/dev", NULL, MS_BIND | MS_REC, NULL) < 0) return -1;
+    umount2(RUN_DEV, MNT_DETACH); /* the staging place is none of the run's business */
+    return 0;
 }
 
 /* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
@@ -402,6 +414,7 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
 
 /* Creates the run init in new pid + mount namespaces; like fork(), returns 0 in the child. */
 pid_t confine_clone(void) {
+    stage_run_dev();
     return (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
