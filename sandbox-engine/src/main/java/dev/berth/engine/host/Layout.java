@@ -263,10 +263,26 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         }
     }
 
+    /** Where an imported image's root tree is mounted shifted onto this workspace's ids ({@link #mountImageRoot}). */
+    public Path imageRoot() { return runtime.resolve("image-root"); }
+
+    /**
+     * Mounts an imported image's read-only root tree at {@link #imageRoot} with its ids 0..ids-1 shown as this
+     * workspace's host ids (an idmapped mount): inside, the image's files keep their owners, root's as root.
+     * Returns where to bind it from: {@link #imageRoot}, or {@code tree} itself when there is no id range.
+     */
+    public Path mountImageRoot(Path tree) throws IOException {
+        if (uid <= 0 || ids <= 1) return tree;
+        if (DiskImage.isMounted(imageRoot())) DiskImage.unmount(imageRoot()); // left by a crash
+        IdmappedMount.bindShifted(tree, imageRoot(), uid, ids);
+        return imageRoot();
+    }
+
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
     public void release() {
         DiskImage.unmount(mountPoint());
         DiskImage.unmount(rawMountPoint());
+        DiskImage.unmount(imageRoot());
     }
 
     /** Gives the tree to the workspace's own uid (root only), so the sandbox can write its layer and nothing else. */

@@ -151,7 +151,9 @@ public final class NamespaceDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
-                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings);
+                // an imported image's read-only root, its owners shifted onto the workspace's ids (Berth root)
+                Path imageRoot = request.image() == null || request.image().writable() ? null : layout.mountImageRoot(request.image().rootTree());
+                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings, imageRoot);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();
                 throw e;
@@ -168,6 +170,7 @@ public final class NamespaceDriver implements IsolationDriver {
         // the cgroups.
         DiskImage.unmount(runtimeDir.resolve("disk"));
         DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
+        DiskImage.unmount(runtimeDir.resolve("image-root"));
         CgroupLimits.killAndRemove(runtimeDir.getFileName().toString());
     }
 

@@ -58,8 +58,8 @@ final class NamespaceSandbox implements Sandbox {
         return out;
     }
 
-    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, NamespaceSettings settings)
-            throws SandboxException, IOException {
+    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, NamespaceSettings settings,
+                                   Path imageRoot) throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
         CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources(),
                 layout.usesImage() ? dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()) : null)
@@ -70,7 +70,7 @@ final class NamespaceSandbox implements Sandbox {
             server.bind(UnixDomainSocketAddress.of(layout.socket()));
             layout.chownForSandbox(layout.socket());
             if (layout.ids() > 1) userns = UserNamespace.create(layout.uid(), layout.ids());
-            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits, settings, userns == null ? -1 : userns.pid());
+            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits, settings, userns == null ? -1 : userns.pid(), imageRoot);
             Path log = layout.runtime().resolve("sandbox.log");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
@@ -100,7 +100,7 @@ final class NamespaceSandbox implements Sandbox {
      * layer comes after the read-only base it covers.
      */
     static List<String> command(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, CgroupLimits limits,
-                                NamespaceSettings settings, long userNsHolder) {
+                                NamespaceSettings settings, long userNsHolder, Path imageRoot) {
         List<String> c = new ArrayList<>();
         if (!limits.groups().isEmpty() || userNsHolder > 0) {
             // join the cgroups before bwrap forks, so every process of the sandbox is inside them; open the
@@ -143,7 +143,9 @@ final class NamespaceSandbox implements Sandbox {
         if (req.image() != null) {
             // read-only base: the imported image's whole root tree, its own /etc included
             // (a recipe build's scratch root is entered writable, so that what its steps install lands in it)
-            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind", req.image().rootTree().toString(), "/"));
+            // (read-only: bound from its idmapped mount when Berth is root, so its files keep their owners inside)
+            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind",
+                    (imageRoot != null ? imageRoot : req.image().rootTree()).toString(), "/"));
         } else {
             // read-only base: the host's /usr and a curated /etc
             c.addAll(List.of("--ro-bind", "/usr", "/usr"));

@@ -96,6 +96,20 @@ class NamespaceRootTest {
                 + " 'id -u; echo x > app/data && echo wrote; echo x > root.txt 2>/dev/null || echo refused'"));
     }
 
+    /** An imported image's read-only root is bound through an idmapped mount: its files keep their owners inside. */
+    @Test
+    void importedImage_filesKeepTheirOwnersInside() throws Exception {
+        assumeTrue(dev.berth.engine.image.OciFixture.missingTools() == null, dev.berth.engine.image.OciFixture::missingTools);
+        try (var oci = new dev.berth.engine.image.OciFixture(home.resolve("oci"))) {
+            engine.images().importFrom(oci.busyboxLayout() + ":v1", "tiny", dev.berth.engine.image.ImportLimits.DEFAULT, l -> { });
+        }
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, null, null, null, "tiny")).workspace().id();
+        // root's files are root's (unmapped they would show as the overflow id 65534)
+        assertEquals("/etc/os-release\n", sh(ws, "find /etc/os-release -user 0 -group 0"));
+        RunResult w = engine.run(Tenant.LOCAL, RunRequest.of(ws, "echo x > /etc/os-release"), OutputListener.NONE);
+        assertTrue(w.exitCode() != 0, "the image's root is writable: " + w);
+    }
+
     @Test
     void idsOutsideTheRange_unmapped_chownRefused() throws Exception {
         engine.open(Tenant.LOCAL, OpenRequest.persistent("c"));
