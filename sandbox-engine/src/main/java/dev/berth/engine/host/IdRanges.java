@@ -20,8 +20,8 @@ import java.util.zip.CRC32C;
  *
  * <p>Slots are claimed with a file per slot in {@code dir} (created atomically, naming the claiming workspace's
  * state directory) and recorded in that state directory ({@value #RECORD}), so a workspace keeps its ids across
- * park, resume and server restarts. A claim whose state directory is gone, or whose record names another slot, is
- * stale (the workspace was closed) and is taken over. Thread-safe within one server (one owner per home): claims are
+ * park, resume and server restarts. The claim goes when the workspace is deleted ({@link #release}); one whose state
+ * directory is gone anyway, or whose record names another slot, is stale (a crash) and is taken over. Thread-safe within one server (one owner per home): claims are
  * made under this object's lock.
  *
  * @param start        the first host id of the range
@@ -132,6 +132,20 @@ public record IdRanges(long start, long length, int perWorkspace) {
         }
         throw new IOException("every one of the " + n + " workspace id ranges of " + this + " is in use (" + perWorkspace
                 + " ids each); close workspaces or widen berth.namespace.idRange");
+    }
+
+    /** Frees the slot of the workspace whose state is {@code state} (it is being deleted): its claim goes. */
+    public synchronized void release(Path dir, Path state) {
+        try {
+            long first = recorded(state);
+            if (first < start || first >= start + length) return;
+            Path claim = dir.resolve(slotName((first - start) / perWorkspace));
+            if (Files.isRegularFile(claim, LinkOption.NOFOLLOW_LINKS) && Files.readString(claim).strip().equals(state.toAbsolutePath().toString())) {
+                Files.delete(claim);
+            }
+        } catch (IOException e) {
+            // a claim left behind is stale once the state directory is gone: the next claim takes it over
+        }
     }
 
     /** The first host id recorded in a workspace's (or snapshot's) state, or -1 when it has none. */

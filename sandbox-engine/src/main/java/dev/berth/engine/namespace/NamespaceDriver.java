@@ -163,6 +163,12 @@ public final class NamespaceDriver implements IsolationDriver {
         }
     }
 
+    /** The workspace is being deleted: its slot of host ids is free again. */
+    @Override
+    public void release(Path stateDir) {
+        if (HostIdentity.isRoot()) settings.idRange().release(home.resolve("ids"), stateDir);
+    }
+
     @Override
     public void cleanupRuntime(Path runtimeDir) {
         // The sandbox dies with the server (--die-with-parent); left behind can be the image mount (detached first:

@@ -88,5 +88,10 @@ class IdRangesTest {
         dev.berth.engine.spi.Trees.delete(states[2].getParent());
         assertEquals(freed, r.claim(claims, fifth, "ws4"));
         assertNotEquals(-1, IdRanges.recorded(fifth));
+        // a workspace being deleted releases its claim at once
+        long before = IdRanges.recorded(states[0]);
+        r.release(claims, states[0]);
+        assertTrue(Files.notExists(claims.resolve("slot-" + (before - 3_000_000L) / 65536)));
+        r.release(claims, states[1].resolveSibling("nothing")); // no record: nothing to release
     }
 }
