@@ -56,8 +56,10 @@ public final class NamespaceDriver implements IsolationDriver {
         this.settings = settings;
         this.bwrap = findBwrap();
         this.pool = poolUnavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
-        if (HostIdentity.isRoot()) settings.idRange().check(Path.of("/etc"), 1);
     }
+
+    /** Whether the id range was checked against the host's users (once, before the first workspace claims a slot). */
+    private volatile boolean rangeChecked;
 
     /**
      * Refuses, naming the numbers, an id range that cannot give each of {@code workspaces} live workspaces a slot of
@@ -68,6 +70,7 @@ public final class NamespaceDriver implements IsolationDriver {
      */
     public void checkIdRange(int workspaces) {
         if (HostIdentity.isRoot()) settings.idRange().check(Path.of("/etc"), workspaces);
+        rangeChecked = true;
     }
 
     /** Null when the layer pool is used, else why not: the host cannot have one, or the settings refuse it. */
@@ -131,6 +134,14 @@ public final class NamespaceDriver implements IsolationDriver {
             // Berth root: the workspace's slot of host ids (kept across park and restarts; a fork gets its own)
             int first = -1, ids = 1;
             if (HostIdentity.isRoot() && !(request.mode() instanceof StartRequest.Inspect)) {
+                if (!rangeChecked) { // the server checks at start (checkIdRange); a library user's engine here
+                    try {
+                        settings.idRange().check(Path.of("/etc"), 1);
+                    } catch (IllegalArgumentException e) {
+                        throw new SandboxException(e.getMessage(), e);
+                    }
+                    rangeChecked = true;
+                }
                 first = (int) settings.idRange().claim(home.resolve("ids"), request.stateDir(), request.workspaceId());
                 ids = settings.idRange().perWorkspace();
             }
