@@ -25,6 +25,8 @@ cp "$agent" "$root/sbin/berth-agent"
 ${CC:-cc} -O2 -static -o "$root/sbin/berth-reseed" "$here/berth-reseed.c"
 strip "$root/sbin/berth-reseed"
 chmod 0755 "$root/init" "$root/sbin/berth-agent" "$root/sbin/berth-reseed" "$root/bin/busybox"
+# the root itself came from mktemp (0700): a user other than root inside (su, an image's User) must get through it
+chmod 0755 "$root"
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\n' > "$root/etc/group"
 mkdir -p "$out"

@@ -1,8 +1,10 @@
 /*
  * Confined runs (--isolate-runs): every EXEC gets its own pid and mount namespace below the agent, a fresh /proc,
- * no capabilities, the container-default seccomp filter and a lower priority than the agent. Code in a run then
- * cannot name the agent (or the sandbox's pid 1) to signal or trace it, cannot see host paths in the agent's
- * mounts, and everything it spawned dies with its run: the run's init is the namespace's pid 1.
+ * root's ordinary capabilities and nothing more (RUN_CAPS below: what would let a run reach the agent or its channel
+ * is withheld), the container-default seccomp filter and a lower priority than the agent. Code in a run then cannot
+ * name the agent (or the sandbox's pid 1) to signal or trace it, cannot see host paths in the agent's mounts, cannot
+ * open the agent's channel device, and everything it spawned dies with its run: the run's init is the namespace's
+ * pid 1.
  *
  *   agent --clone(NEWPID|NEWNS)--> run init (pid 1 inside) --fork--> the command (pid 2, setsid, exec)
  *
@@ -30,19 +32,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef SECBIT_NOROOT
-#define SECBIT_NOROOT (1 << 0)
-#define SECBIT_NOROOT_LOCKED (1 << 1)
-#define SECBIT_NO_SETUID_FIXUP (1 << 2)
-#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
-#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
-#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
-#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
-#endif
 
 int g_isolate_runs;
 int g_run_as;
@@ -64,11 +57,15 @@ void run_as_own(const char *path) {
         logmsg("giving %s to %u:%u: %s", path, g_run_uid, g_run_gid, strerror(errno));
 }
 const char *g_run_cgroup; /* --run-cgroup DIR: the cgroup (v2) every run init joins before it forks the command */
+static const char *g_channel_device; /* --device PATH: the agent's channel (a virtio-serial port in a microVM) */
 static char *g_args;      /* the agent's argument strings (contiguous), so a run init can retitle itself */
 static size_t g_args_len;
 
 void confine_remember_args(int argc, char **argv) {
     if (argc < 1) return;
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--device")) g_channel_device = argv[i + 1];
+    }
     g_args = argv[0];
     g_args_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]);
 }
@@ -147,33 +144,76 @@ static int install_seccomp(void) {
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
-/* Drops every capability for good: bounding set, ambient, effective/permitted/inheritable, and root's exec rules. */
-static int drop_caps(void) {
+/*
+ * The capabilities a run keeps (where the agent holds them): root's ordinary ones, the set container runtimes give
+ * root in a container (Docker's default) less CAP_MKNOD and CAP_NET_RAW. The boundary is the guest kernel, the
+ * Sentry or the workspace's user namespace; what is withheld is what would let a run reach the agent or its channel:
+ *   CAP_SYS_ADMIN      mounts (unmasking /run/berth, remounting /sys or /proc/sys writable), namespaces, setns
+ *   CAP_MKNOD          a device node for the agent's virtio-serial port (its /dev has none: run_dev)
+ *   CAP_NET_RAW        packet sockets on loopback: reading or injecting other runs' connections to the agent's proxy
+ *   CAP_NET_ADMIN      reconfiguring loopback, where the agent's proxy listens
+ *   CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_BOOT, CAP_SYS_TIME, CAP_SYSLOG, CAP_BPF, CAP_PERFMON
+ *                      the guest kernel itself: modules, /dev/mem and port I/O, reboot (ends the agent), the clock
+ *                      (set by the agent after a restore), the kernel log, kernel programs and counters
+ *   CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE
+ *                      tracing across the pid namespace, handle-based opens past the run's mount view
+ *   CAP_SYS_NICE, CAP_SYS_RESOURCE, CAP_IPC_LOCK
+ *                      outranking the agent: a priority above it, an oom_score_adj below it, raised hard limits,
+ *                      unbounded locked memory
+ *   CAP_LINUX_IMMUTABLE, CAP_LEASE, CAP_AUDIT_CONTROL, CAP_AUDIT_READ, CAP_MAC_*, CAP_WAKE_ALARM,
+ *   CAP_BLOCK_SUSPEND, CAP_SYS_PACCT, CAP_SYS_TTY_CONFIG, CAP_IPC_OWNER
+ *                      nothing a workload needs; withheld as containers withhold them
+ * The seccomp filter (install_seccomp) refuses the system calls behind the withheld ones as well, whatever a run holds.
+ */
+static const int RUN_CAPS[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID,
+                               CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_SETFCAP, CAP_AUDIT_WRITE};
+
+static uint64_t run_caps_mask(void) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < sizeof RUN_CAPS / sizeof RUN_CAPS[0]; i++) m |= 1ull << RUN_CAPS[i];
+    return m;
+}
+
+/*
+ * Leaves the run root's ordinary capabilities for good: the bounding set is cut to RUN_CAPS (so neither an exec as
+ * root, nor a setuid-root or file-capability binary, can gain anything else), ambient cleared, and the
+ * effective/permitted sets kept to RUN_CAPS (of what the agent held). The securebits stay as on a normal machine:
+ * root's exec keeps its set, a switch to another uid drops it, and a setuid-root binary (su) gets it back.
+ */
+static int confine_caps(void) {
+    uint64_t keep = run_caps_mask();
     for (int cap = 0; cap <= 63; cap++) {
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return -1;
+        if (!(keep & (1ull << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return -1;
     }
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    /* with the bounding set empty, exec as root cannot regain anything; the securebits say so twice where the kernel
-     * has them (gVisor answers EINVAL) */
-    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-                  SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0 && errno != EINVAL)
-        return -1;
-    /* the image's user, while CAP_SETUID and CAP_SETGID are still effective (the fixup bit keeps them over setuid
-     * where the kernel has it; everything goes just below either way) */
+    /* the image's user: taking a non-zero uid clears the permitted and effective sets (the kernel's rule) */
     if (run_as_switch() < 0) return -1;
     struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
+    if (syscall(SYS_capget, &h, d) < 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        uint32_t k = (uint32_t)(keep >> (32 * i));
+        d[i].effective &= k;
+        d[i].permitted &= k;
+        d[i].inheritable = 0;
+    }
     return (int)syscall(SYS_capset, &h, d);
 }
 
-/* In the command's process, right before exec: nothing the agent had survives into the run. */
+/*
+ * In the command's process, right before exec: nothing of the agent's privilege survives into the run beyond
+ * RUN_CAPS. The filter goes in first, while CAP_SYS_ADMIN still allows it without no_new_privs: no_new_privs
+ * would stop setuid binaries (su, sudo) from working as on a normal machine, and the bounding set already caps
+ * what they can gain.
+ */
 int confine_command(void) {
     if (!g_isolate_runs) return run_as_switch();
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
-    if (drop_caps() < 0) return -1;
-    return install_seccomp();
+    if (install_seccomp() < 0) {
+        /* an agent without CAP_SYS_ADMIN (not possible with --isolate-runs, which needs it to clone): fall back */
+        if (errno != EACCES || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || install_seccomp() < 0) return -1;
+    }
+    return confine_caps();
 }
 
 /* Moves the calling process into g_run_cgroup ("0": the writer itself, whatever its pid namespace). */
@@ -196,6 +236,65 @@ static int join_run_cgroup(void) {
     return 0;
 }
 
+/*
+ * A run's /dev where the agent's channel is a device (microVM): a tmpfs with the ordinary nodes bound from the
+ * agent's /dev (devtmpfs: every device of the guest), so the run finds no node of the agent's port, nor the disks,
+ * the console or /dev/mem, and cannot make one (no CAP_MKNOD, nodev). The agent prepares it once, before its first
+ * run (stage_run_dev, in its own mount namespace at RUN_DEV); each run binds it over /dev and detaches the staging
+ * place (run_dev): two mounts per run instead of a dozen. Elsewhere the sandbox's /dev is already minimal
+ * (bubblewrap's --dev, gVisor's own) and holds no channel: it is left as it is.
+ */
+#define RUN_DEV "/run/berth-run-dev"
+static int g_run_dev_staged; /* 1: RUN_DEV holds a run's /dev; -1: staging failed (runs fail to start, with the reason) */
+
+static void stage_run_dev(void) {
+    if (!g_channel_device || g_run_dev_staged) return;
+    g_run_dev_staged = -1;
+    mkdir(RUN_DEV, 0755);
+    if (mount("tmpfs", RUN_DEV, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0) {
+        logmsg("a run's /dev: %s", strerror(errno));
+        return;
+    }
+    static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+        char from[64], to[64];
+        snprintf(from, sizeof from, "/dev/%s", nodes[i]);
+        snprintf(to, sizeof to, RUN_DEV "/%s", nodes[i]);
+        int made = open(to, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+        if (made >= 0) close(made);
+        if (mount(from, to, NULL, MS_BIND, NULL) < 0) {
+            logmsg("a run's /dev: binding %s: %s", from, strerror(errno));
+            return;
+        }
+    }
+    struct stat st;
+    if (stat("/dev/pts", &st) == 0 && S_ISDIR(st.st_mode)) {
+        mkdir(RUN_DEV "/pts", 0755);
+        if (mount("/dev/pts", RUN_DEV "/pts", NULL, MS_BIND | MS_REC, NULL) == 0) (void)!symlink("pts/ptmx", RUN_DEV "/ptmx");
+    }
+    mkdir(RUN_DEV "/shm", 01777);
+    if (mount("shm", RUN_DEV "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
+        logmsg("a run's /dev/shm: %s", strerror(errno));
+        return;
+    }
+    (void)!symlink("/proc/self/fd", RUN_DEV "/fd");
+    (void)!symlink("/proc/self/fd/0", RUN_DEV "/stdin");
+    (void)!symlink("/proc/self/fd/1", RUN_DEV "/stdout");
+    (void)!symlink("/proc/self/fd/2", RUN_DEV "/stderr");
+    g_run_dev_staged = 1;
+}
+
+static int run_dev(void) {
+    if (!g_channel_device) return 0;
+    if (g_run_dev_staged != 1) {
+        errno = ENODEV;
+        return -1;
+    }
+    if (mount(RUN_DEV, "/dev", NULL, MS_BIND | MS_REC, NULL) < 0) return -1;
+    umount2(RUN_DEV, MNT_DETACH); /* the staging place is none of the run's business */
+    return 0;
+}
+
 /* The run's own view of the system: a private copy of the agent's mounts without the agent's, and a fresh /proc. */
 static int run_mounts(void) {
     /* gVisor (runsc 20221219) cannot change propagation (EINVAL), and has no mount namespaces either: clone's
@@ -211,6 +310,7 @@ static int run_mounts(void) {
         logmsg("a run's mounts: a fresh /proc: %s", strerror(errno));
         return -1;
     }
+    if (run_dev() < 0) return -1;
     /* /sys and the cgroup tree read-only: in a microVM a run is the guest's uid 0 (without capabilities), which
      * still owns root's 0644 knobs, among them cgroup.procs: it could leave its group and with it the limits */
     static const char *const ro_sys[] = {"/sys", "/sys/fs/cgroup"};
@@ -314,6 +414,7 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
 
 /* Creates the run init in new pid + mount namespaces; like fork(), returns 0 in the child. */
 pid_t confine_clone(void) {
+    stage_run_dev();
     return (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 

@@ -62,6 +62,16 @@ final class Drivers {
             cfg = cfg.withGuard(operator.guardMode())
                     .withLifecycle(operator.lifecyclePolicy(), operator.tenantLifecycle(), operator.maxLiveWorkspaces());
         }
+        // the namespace level gives each live workspace a slot of host ids: the operator's range must hold them all
+        for (IsolationDriver d : cfg.drivers()) {
+            if (d instanceof NamespaceDriver n) {
+                try {
+                    n.checkIdRange(cfg.maxWorkspaces());
+                } catch (IllegalArgumentException e) {
+                    throw new EngineException(EngineException.Kind.INVALID_ARGUMENT, e.getMessage(), e);
+                }
+            }
+        }
         AuditTrail trail;
         try {
             trail = AuditTrail.open(opts.home(), operator == null ? AuditTrail.OnFailure.REFUSE : operator.auditOnFailure());

@@ -110,13 +110,13 @@ class ForkManyTest {
             assertEquals(owner, Files.readString(home.resolve("workspaces").resolve(id).resolve("state")
                     .resolve(dev.berth.engine.host.Layout.OWNER_FILE)).strip());
             Path repo = home.resolve("run").resolve(id).resolve("disk").resolve("workspace").resolve("repo");
-            int own = dev.berth.engine.host.HostIdentity.uidFor(id);
+            int own = (int) dev.berth.engine.host.IdRanges.recorded(home.resolve("workspaces").resolve(id).resolve("state"));
             try (var files = Files.list(repo)) {
                 for (Path f : files.toList()) assertEquals(own, Files.getAttribute(f, "unix:uid"), f + " of " + id);
             }
             assertTrue(Files.getAttribute(repo, "unix:uid").equals(own));
         }
-        assertTrue(!owner.equals(String.valueOf(dev.berth.engine.host.HostIdentity.uidFor(second))));
+        assertTrue(!owner.equals(String.valueOf(dev.berth.engine.host.IdRanges.recorded(home.resolve("workspaces").resolve(second).resolve("state")))));
     }
 
     @Test

@@ -16,7 +16,7 @@ import tools.jackson.databind.json.JsonMapper;
  * The OCI bundle runsc starts a workspace from: an empty read-only root with mount points (or an imported image's
  * root tree, read-only), and {@code config.json} describing the same filesystem view as the namespace driver
  * (read-only host {@code /usr} and the curated {@code /etc}, or the image's own; the workspace's writable layer, a size-capped {@code /tmp}, the agent and its socket), the agent as
- * the only process, with the two capabilities it needs to confine runs, and the cgroup limits. Stateless.
+ * the only process, with CAP_SYS_ADMIN to confine runs and root's ordinary capabilities for them, and the cgroup limits. Stateless.
  */
 final class OciBundle {
     /** Memory the sentry and gofer need on top of the workspace's own (the cgroup covers the whole sandbox). */
@@ -78,13 +78,13 @@ final class OciBundle {
         List<String> args = new ArrayList<>(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock", "--isolate-runs"));
         if (req.proxyPort() > 0) args.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
         var runAs = req.image() == null ? null : req.image().runAs();
-        List<String> caps = List.of("CAP_SYS_ADMIN", "CAP_SETPCAP");
+        // the agent keeps CAP_SYS_ADMIN to confine runs, and root's ordinary capabilities, which it hands on to them
+        // (the Sentry is the boundary; what is withheld and why: RUN_CAPS in confine.c)
+        List<String> caps = new ArrayList<>(List.of("CAP_SYS_ADMIN"));
+        caps.addAll(dev.berth.engine.host.AgentBinary.RUN_CAPS);
         if (runAs != null) {
             // the image's User: the agent switches each run to it (and gives it /workspace, /root and what it writes)
             args.addAll(List.of("--run-as", Integer.toUnsignedString(runAs.uid()) + ":" + Integer.toUnsignedString(runAs.gid())));
-            // the agent, still root, writes into what the user owns (DAC_OVERRIDE) and gives it what it makes (CHOWN);
-            // runs drop every capability as before
-            caps = List.of("CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE");
         }
         Map<String, Object> process = new LinkedHashMap<>();
         process.put("terminal", false);

@@ -49,10 +49,15 @@ public final class DiskImage {
      * time. The image is mounted on {@code raw} first, which is detached again once {@code at} holds it.
      */
     public static void mountMapped(Path image, Path raw, Path at, int diskUid, int uid) throws IOException {
+        mountMapped(image, raw, at, diskUid, uid, 1);
+    }
+
+    /** As {@link #mountMapped(Path, Path, Path, int, int)} for {@code count} ids from each. */
+    public static void mountMapped(Path image, Path raw, Path at, int diskUid, int uid, int count) throws IOException {
         mount(image, raw);
         try {
             if (isMounted(at)) unmount(at); // left by a crash
-            IdmappedMount.bind(raw, at, diskUid, uid);
+            IdmappedMount.bind(raw, at, diskUid, uid, count);
         } finally {
             unmount(raw);
         }

@@ -84,15 +84,36 @@ public final class IdmappedMount {
      * Mounts the tree at {@code from} (a mount's root) again at {@code to}, ids {@code diskId} -> {@code hostId} and
      * 0 -> 0 mapped. {@code from} stays mounted; the caller detaches it when only {@code to} should remain.
      */
-    public static void bind(Path from, Path to, int diskId, int hostId) throws IOException {
+    public static void bind(Path from, Path to, int diskId, int hostId) throws IOException { bind(from, to, diskId, hostId, 1); }
+
+    /**
+     * As {@link #bind(Path, Path, int, int)} for {@code count} ids: {@code diskId + i} -> {@code hostId + i} (a
+     * namespace workspace's whole id range, so the owners its users gave their files carry over to a fork).
+     */
+    public static void bind(Path from, Path to, int diskId, int hostId, int count) throws IOException {
+        if (diskId <= 0 || hostId <= 0 || count < 1) {
+            throw new IllegalArgumentException("ids to map must be unprivileged, got " + diskId + " -> " + hostId + " (" + count + ")");
+        }
+        bindMap(from, to, "0 0 1\n" + diskId + " " + hostId + " " + count + "\n");
+    }
+
+    /**
+     * An image's tree seen with its ids 0..count-1 as the host ids {@code hostId}..: a namespace workspace whose
+     * ids are that slot sees the image's files with their own owners (root's as its root), instead of unmapped.
+     * Host root is not mapped: nothing through this mount belongs to it.
+     */
+    public static void bindShifted(Path from, Path to, int hostId, int count) throws IOException {
+        if (hostId <= 0 || count < 1) throw new IllegalArgumentException("ids to map must be unprivileged, got 0 -> " + hostId + " (" + count + ")");
+        bindMap(from, to, "0 " + hostId + " " + count + "\n");
+    }
+
+    private static void bindMap(Path from, Path to, String map) throws IOException {
         if (UNAVAILABLE != null) throw new IOException(UNAVAILABLE);
-        if (diskId <= 0 || hostId <= 0) throw new IllegalArgumentException("ids to map must be unprivileged, got " + diskId + " -> " + hostId);
         Process holder = new ProcessBuilder("unshare", "--user", "sleep", "60").redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try (Arena arena = Arena.ofConfined()) {
             Path proc = Path.of("/proc", String.valueOf(holder.pid()));
             awaitOwnUserNamespace(holder, proc);
-            String map = "0 0 1\n" + diskId + " " + hostId + " 1\n";
             Files.writeString(proc.resolve("uid_map"), map);
             Files.writeString(proc.resolve("setgroups"), "deny");
             Files.writeString(proc.resolve("gid_map"), map);

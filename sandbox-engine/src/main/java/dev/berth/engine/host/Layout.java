@@ -28,21 +28,21 @@ import java.util.List;
  * mount table).
  * Everything else is read-only or a fresh tmpfs ({@code /tmp}, cleared on every start, like a reboot).
  */
-public record Layout(Path state, Path runtime, String workspaceId, int uid, int diskMiB, BtrfsPool pool) {
+public record Layout(Path state, Path runtime, String workspaceId, int uid, int ids, int diskMiB, BtrfsPool pool) {
     public static final List<String> DIRS = List.of("workspace", "home", "usr-local", "var", "var/tmp", "var/lib", "var/cache");
 
-    /** The layout of a sandbox that runs as its own unprivileged host uid when Berth is root (namespace driver). */
-    public static Layout of(StartRequest r) { return of(r, null); }
-
-    /** As {@link #of(StartRequest)}; a new workspace's layer is a subvolume of {@code pool} when it is not null. */
-    public static Layout of(StartRequest r, BtrfsPool pool) {
-        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(),
-                HostIdentity.isRoot() ? HostIdentity.uidFor(r.workspaceId()) : -1, r.resources().diskMiB(), pool);
+    /**
+     * The layout of a sandbox whose ids inside are the host ids {@code uid .. uid + ids - 1} (namespace driver, Berth
+     * root: the workspace's slot of {@link IdRanges}); {@code uid} -1 when Berth is not root (one id, its own). A new
+     * workspace's layer is a subvolume of {@code pool} when it is not null.
+     */
+    public static Layout of(StartRequest r, BtrfsPool pool, int uid, int ids) {
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, ids, r.resources().diskMiB(), pool);
     }
 
     /** The layout of a sandbox whose files are served by a privileged helper as {@code uid} (gVisor's gofer: 0). */
     public static Layout owned(StartRequest r, int uid) {
-        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, r.resources().diskMiB(), null);
+        return new Layout(r.stateDir(), r.runtimeDir(), r.workspaceId(), uid, 1, r.resources().diskMiB(), null);
     }
 
     /** In the image layout the socket lives inside the image too, so its bind names no host path. */
@@ -122,7 +122,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         if (usesPool()) {
             mountPoolLayer();
         } else if (usesImage() && mapsOwner()) {
-            DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid);
+            DiskImage.mountMapped(image(), rawMountPoint(), mountPoint(), diskOwner(), uid, ids);
         } else if (usesImage()) {
             DiskImage.mount(image(), mountPoint());
             // the filesystem's root belongs to the workspace that made the image: a fork's is another uid
@@ -191,7 +191,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
             Files.createDirectories(mountPoint());
             if (DiskImage.isMounted(mountPoint())) DiskImage.unmount(mountPoint()); // left by a crash
             if (mapsOwner()) {
-                IdmappedMount.bind(sub, mountPoint(), diskOwner(), uid);
+                IdmappedMount.bind(sub, mountPoint(), diskOwner(), uid, ids);
             } else {
                 HostCommand.exec("mount", "--bind", sub.toString(), mountPoint().toString());
                 HostCommand.exec("chown", "--no-dereference", uid + ":" + uid, mountPoint().toString());
@@ -264,10 +264,26 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         }
     }
 
+    /** Where an imported image's root tree is mounted shifted onto this workspace's ids ({@link #mountImageRoot}). */
+    public Path imageRoot() { return runtime.resolve("image-root"); }
+
+    /**
+     * Mounts an imported image's read-only root tree at {@link #imageRoot} with its ids 0..ids-1 shown as this
+     * workspace's host ids (an idmapped mount): inside, the image's files keep their owners, root's as root.
+     * Returns where to bind it from: {@link #imageRoot}, or {@code tree} itself when there is no id range.
+     */
+    public Path mountImageRoot(Path tree) throws IOException {
+        if (uid <= 0 || ids <= 1) return tree;
+        if (DiskImage.isMounted(imageRoot())) DiskImage.unmount(imageRoot()); // left by a crash
+        IdmappedMount.bindShifted(tree, imageRoot(), uid, ids);
+        return imageRoot();
+    }
+
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
     public void release() {
         DiskImage.unmount(mountPoint());
         DiskImage.unmount(rawMountPoint());
+        DiskImage.unmount(imageRoot());
     }
 
     /** Gives the tree to the workspace's own uid (root only), so the sandbox can write its layer and nothing else. */

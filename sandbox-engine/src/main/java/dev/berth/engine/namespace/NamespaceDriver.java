@@ -59,6 +59,21 @@ public final class NamespaceDriver implements IsolationDriver {
         this.pool = poolUnavailable() == null ? BtrfsPool.at(this.home.resolve("pool")) : null;
     }
 
+    /** Whether the id range was checked against the host's users (once, before the first workspace claims a slot). */
+    private volatile boolean rangeChecked;
+
+    /**
+     * Refuses, naming the numbers, an id range that cannot give each of {@code workspaces} live workspaces a slot of
+     * its own (checked at server start against the configured workspace count). Only when Berth is root: otherwise
+     * every workspace has one id, its server's.
+     *
+     * @throws IllegalArgumentException when the range is too small, or overlaps host users or subordinate ranges
+     */
+    public void checkIdRange(int workspaces) {
+        if (HostIdentity.isRoot()) settings.idRange().check(Path.of("/etc"), workspaces);
+        rangeChecked = true;
+    }
+
     /** Null when the layer pool is used, else why not: the host cannot have one, or the settings refuse it. */
     private String poolUnavailable() {
         if (HostIdentity.isRoot() && settings.poolRefused() != null) return settings.poolRefused();
@@ -85,7 +100,8 @@ public final class NamespaceDriver implements IsolationDriver {
             return Availability.no("the kernel does not allow user namespaces (kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0)");
         }
         return Availability.yes("bubblewrap at " + bwrap + "; user namespaces enabled"
-                + (HostIdentity.isRoot() ? "; workspaces run as their own unprivileged host uid" : "")
+                + (HostIdentity.isRoot() ? "; each workspace's ids map onto a range of host ids of its own ("
+                        + settings.idRange().perWorkspace() + " ids from " + settings.idRange() + ")" : "")
                 + (pool != null ? "; layers are subvolumes of the btrfs pool " + pool.image() + " (constant-time snapshots and forks)"
                         : "; layers are per-workspace ext4 images or directories (no layer pool: " + poolUnavailable() + ")"));
     }
@@ -93,7 +109,8 @@ public final class NamespaceDriver implements IsolationDriver {
     @Override
     public DriverCapabilities capabilities() {
         return new DriverCapabilities(NAME,
-                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; no capabilities"
+                "Linux namespaces (user, pid, mount, ipc, uts, net) on the shared host kernel; no network device; root's ordinary"
+                        + " capabilities inside the workspace's user namespace only"
                         + (settings.unsafeUnconfinedRuns() ? "; commands NOT confined below the agent (unsafeUnconfinedRuns)" : ""),
                 false, false, false, "none");
     }
@@ -115,7 +132,21 @@ public final class NamespaceDriver implements IsolationDriver {
         try {
             Path agent = AgentBinary.extract(home.resolve("images"));
             Path etc = BaseEtc.prepare(home.resolve("images"));
-            Layout layout = Layout.of(request, pool);
+            // Berth root: the workspace's slot of host ids (kept across park and restarts; a fork gets its own)
+            int first = -1, ids = 1;
+            if (HostIdentity.isRoot() && !(request.mode() instanceof StartRequest.Inspect)) {
+                if (!rangeChecked) { // the server checks at start (checkIdRange); a library user's engine here
+                    try {
+                        settings.idRange().check(Path.of("/etc"), 1);
+                    } catch (IllegalArgumentException e) {
+                        throw new SandboxException(e.getMessage(), e);
+                    }
+                    rangeChecked = true;
+                }
+                first = (int) settings.idRange().claim(home.resolve("ids"), request.stateDir(), request.workspaceId());
+                ids = settings.idRange().perWorkspace();
+            }
+            Layout layout = Layout.of(request, pool, first, ids);
             try {
                 switch (request.mode()) {
                     case StartRequest.Fresh f -> {
@@ -133,7 +164,9 @@ public final class NamespaceDriver implements IsolationDriver {
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
                 GuestNames.prepare(request.image(), layout);
-                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings);
+                // an imported image's read-only root, its owners shifted onto the workspace's ids (Berth root)
+                Path imageRoot = request.image() == null || request.image().writable() ? null : layout.mountImageRoot(request.image().rootTree());
+                return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings, imageRoot);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();
                 throw e;
@@ -143,6 +176,12 @@ public final class NamespaceDriver implements IsolationDriver {
         }
     }
 
+    /** The workspace is being deleted: its slot of host ids is free again. */
+    @Override
+    public void release(Path stateDir) {
+        if (HostIdentity.isRoot()) settings.idRange().release(home.resolve("ids"), stateDir);
+    }
+
     @Override
     public void cleanupRuntime(Path runtimeDir) {
         // The sandbox dies with the server (--die-with-parent); left behind can be the image mount (detached first:
@@ -150,6 +189,7 @@ public final class NamespaceDriver implements IsolationDriver {
         // the cgroups.
         DiskImage.unmount(runtimeDir.resolve("disk"));
         DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
+        DiskImage.unmount(runtimeDir.resolve("image-root"));
         CgroupLimits.killAndRemove(runtimeDir.getFileName().toString());
     }
 

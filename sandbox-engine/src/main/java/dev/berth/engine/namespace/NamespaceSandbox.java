@@ -59,17 +59,19 @@ final class NamespaceSandbox implements Sandbox {
         return out;
     }
 
-    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, NamespaceSettings settings)
-            throws SandboxException, IOException {
+    static NamespaceSandbox launch(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, NamespaceSettings settings,
+                                   Path imageRoot) throws SandboxException, IOException {
         Files.deleteIfExists(layout.socket());
         CgroupLimits limits = HostIdentity.isRoot() ? CgroupLimits.create(req.workspaceId(), req.resources(),
                 layout.usesImage() ? dev.berth.engine.host.BlockIoLimits.deviceOf(layout.mountPoint()) : null)
                 : CgroupLimits.none(req.resources(), "Berth is not root: it cannot create cgroups");
         Process p = null;
+        UserNamespace userns = null;
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(layout.socket()));
             layout.chownForSandbox(layout.socket());
-            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits, settings);
+            if (layout.ids() > 1) userns = UserNamespace.create(layout.uid(), layout.ids());
+            List<String> cmd = command(bwrap, agentBin, etc, layout, req, limits, settings, userns == null ? -1 : userns.pid(), imageRoot);
             Path log = layout.runtime().resolve("sandbox.log");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
@@ -89,6 +91,7 @@ final class NamespaceSandbox implements Sandbox {
             CgroupLimits.removeFor(req.workspaceId());
             throw e;
         } finally {
+            if (userns != null) userns.close(); // the sandbox is in the namespace (or gone): the holder is not needed
             Files.deleteIfExists(layout.socket());
         }
     }
@@ -98,12 +101,14 @@ final class NamespaceSandbox implements Sandbox {
      * layer comes after the read-only base it covers.
      */
     static List<String> command(Path bwrap, Path agentBin, Path etc, Layout layout, StartRequest req, CgroupLimits limits,
-                                NamespaceSettings settings) {
+                                NamespaceSettings settings, long userNsHolder, Path imageRoot) {
         List<String> c = new ArrayList<>();
-        if (!limits.groups().isEmpty()) {
-            // join the cgroups before bwrap forks, so every process of the sandbox is inside them
+        if (!limits.groups().isEmpty() || userNsHolder > 0) {
+            // join the cgroups before bwrap forks, so every process of the sandbox is inside them; open the
+            // workspace's user namespace (UserNamespace) as descriptor 3 for bwrap --userns
             StringBuilder sh = new StringBuilder();
             for (Path g : limits.groups()) sh.append("echo $$ > '").append(g.resolve("cgroup.procs")).append("' && ");
+            if (userNsHolder > 0) sh.append("exec 3</proc/").append(userNsHolder).append("/ns/user && ");
             sh.append("exec \"$@\"");
             c.addAll(List.of("/bin/sh", "-c", sh.toString(), "berth-launch"));
         }
@@ -114,22 +119,34 @@ final class NamespaceSandbox implements Sandbox {
         c.add(bwrap.toString());
         // one uid inside (the workspace's own): root, or the image's User, as which the agent and its runs are seen
         var runAs = req.image() == null ? null : req.image().runAs();
-        c.addAll(List.of("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--uid", runAs == null ? "0" : Integer.toUnsignedString(runAs.uid()),
-                "--gid", runAs == null ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", GuestNames.HOSTNAME,
+        // the workspace's ids: its whole range, mapped by the server (UserNamespace), or only its own id (Berth not root)
+        // With the range, the agent stays root and switches each run to the image's User itself (--run-as, as on
+        // the other levels: bwrap cannot take another uid in a namespace it joined); with one id, bwrap maps the
+        // image's User onto it and the agent is that user too.
+        boolean agentSwitches = userNsHolder > 0 && runAs != null;
+        c.addAll(userNsHolder > 0 ? List.of("--userns", "3") : List.of("--unshare-user"));
+        c.addAll(List.of("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--uid", runAs == null || agentSwitches ? "0" : Integer.toUnsignedString(runAs.uid()),
+                "--gid", runAs == null || agentSwitches ? "0" : Integer.toUnsignedString(runAs.gid()), "--hostname", GuestNames.HOSTNAME,
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
-        // The agent (only it: it confines every run below itself, --isolate-runs) keeps the two capabilities it
-        // needs for that, valid only inside the sandbox's own user namespace: SYS_ADMIN to give each run its own
-        // pid and mount namespace with a fresh /proc, SETPCAP to empty the run's bounding set.
+        // The agent (only it: it confines every run below itself, --isolate-runs) keeps, valid only inside the
+        // sandbox's own user namespace, SYS_ADMIN to give each run its own pid and mount namespace with a fresh /proc,
+        // and root's ordinary capabilities, which it hands on to runs (RUN_CAPS in confine.c) after cutting their
+        // bounding set to them.
         // benchmarks only (-Dberth.namespace.unsafeUnconfinedRuns=true): the agent runs commands itself, with no
         // capabilities at all, to measure what confinement costs (IsolationBenchmark)
-        if (!settings.unsafeUnconfinedRuns()) c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"));
+        if (!settings.unsafeUnconfinedRuns()) {
+            c.addAll(List.of("--cap-add", "CAP_SYS_ADMIN"));
+            for (String cap : dev.berth.engine.host.AgentBinary.RUN_CAPS) c.addAll(List.of("--cap-add", cap));
+        }
         Path s = layout.layer();
         boolean image = layout.usesImage();
         if (req.image() != null) {
             // read-only base: the imported image's whole root tree, its own /etc included
             // (a recipe build's scratch root is entered writable, so that what its steps install lands in it)
-            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind", req.image().rootTree().toString(), "/"));
+            // (read-only: bound from its idmapped mount when Berth is root, so its files keep their owners inside)
+            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind",
+                    (imageRoot != null ? imageRoot : req.image().rootTree()).toString(), "/"));
         } else {
             // read-only base: the host's /usr and a curated /etc
             c.addAll(List.of("--ro-bind", "/usr", "/usr"));
@@ -167,10 +184,13 @@ final class NamespaceSandbox implements Sandbox {
                 "--bind", layout.socketDir().toString(), "/run/berth"));
         c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
-        c.addAll(List.of("--disable-userns", "--"));
+        // no nested user namespaces (with --userns the holder already set the namespace's limit to 0)
+        if (userNsHolder <= 0) c.add("--disable-userns");
+        c.add("--");
         c.addAll(List.of("/run/berth-agent", "--connect", "unix:/run/berth/agent.sock"));
         if (!settings.unsafeUnconfinedRuns()) c.add("--isolate-runs");
         if (req.proxyPort() > 0) c.addAll(List.of("--proxy-port", String.valueOf(req.proxyPort())));
+        if (agentSwitches) c.addAll(List.of("--run-as", Integer.toUnsignedString(runAs.uid()) + ":" + Integer.toUnsignedString(runAs.gid())));
         return c;
     }
 

@@ -1,5 +1,6 @@
 package dev.berth.engine.namespace;
 
+import dev.berth.engine.host.IdRanges;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.UnaryOperator;
@@ -13,15 +14,22 @@ import java.util.function.UnaryOperator;
  *                             or {@code ext4} (per-workspace ext4 images always)
  * @param unsafeUnconfinedRuns {@code berth.namespace.unsafeUnconfinedRuns}: commands run as the agent's children,
  *                             not confined below it (benchmarks only)
+ * @param idRange              {@code berth.namespace.idRange} ({@code START+LENGTH}) and
+ *                             {@code berth.namespace.idsPerWorkspace}: the host ids workspaces are mapped onto when
+ *                             Berth is root, one slot of ids per workspace
  */
-public record NamespaceSettings(String layers, boolean unsafeUnconfinedRuns) {
+public record NamespaceSettings(String layers, boolean unsafeUnconfinedRuns, IdRanges idRange) {
     static final List<String> LAYERS = List.of("auto", "ext4");
 
     public NamespaceSettings {
         if (!LAYERS.contains(layers)) {
             throw new IllegalArgumentException("berth.namespace.layers must be one of " + String.join(", ", LAYERS) + ", not '" + layers + "'");
         }
+        if (idRange == null) throw new IllegalArgumentException("the workspace id range must be given");
     }
+
+    /** As the canonical constructor with the default id range. */
+    public NamespaceSettings(String layers, boolean unsafeUnconfinedRuns) { this(layers, unsafeUnconfinedRuns, IdRanges.DEFAULT); }
 
     /** The defaults, as when no property is set. */
     public static NamespaceSettings defaults() { return new NamespaceSettings("auto", false); }
@@ -46,7 +54,25 @@ public record NamespaceSettings(String layers, boolean unsafeUnconfinedRuns) {
                         "berth.namespace.unsafeUnconfinedRuns must be true or false, not '" + unconfined + "'");
             };
         }
-        return new NamespaceSettings(layers == null ? "auto" : layers.strip(), u);
+        String per = property.apply("berth.namespace.idsPerWorkspace");
+        int perWorkspace = IdRanges.DEFAULT.perWorkspace();
+        if (per != null) {
+            try {
+                perWorkspace = Integer.parseInt(per.strip());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("berth.namespace.idsPerWorkspace must be a whole number of ids (1024..16777216), not '" + per + "'");
+            }
+        }
+        String range = property.apply("berth.namespace.idRange");
+        IdRanges ids;
+        try {
+            ids = range == null ? new IdRanges(IdRanges.DEFAULT.start(), IdRanges.DEFAULT.length(), perWorkspace)
+                    : IdRanges.parse(range, perWorkspace);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(e.getMessage().startsWith("berth.") ? e.getMessage()
+                    : "berth.namespace.idRange / idsPerWorkspace: " + e.getMessage(), e);
+        }
+        return new NamespaceSettings(layers == null ? "auto" : layers.strip(), u, ids);
     }
 
     /** Why the layer pool is not used although it could be, or null when the setting leaves it to the host. */

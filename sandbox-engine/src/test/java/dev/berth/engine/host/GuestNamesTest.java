@@ -68,7 +68,7 @@ class GuestNamesTest {
 
     private Layout layout() throws IOException {
         Path state = Files.createDirectories(dir.resolve("state"));
-        return new Layout(state, Files.createDirectories(dir.resolve("run")), "ws-test", -1, 64, null);
+        return new Layout(state, Files.createDirectories(dir.resolve("run")), "ws-test", -1, 1, 64, null);
     }
 
     @Test

@@ -1,0 +1,121 @@
+package dev.berth.engine.namespace;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.berth.engine.Engine;
+import dev.berth.engine.api.EngineConfig;
+import dev.berth.engine.api.EngineException;
+import dev.berth.engine.api.OpenRequest;
+import dev.berth.engine.api.OutputListener;
+import dev.berth.engine.api.RunRequest;
+import dev.berth.engine.api.RunResult;
+import dev.berth.engine.api.Tenant;
+import dev.berth.engine.host.HostIdentity;
+import dev.berth.engine.host.IdRanges;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Root inside a namespace workspace on real bubblewrap (issue 32): its ids are a range of host ids of its own, so it
+ * gives files to other users inside, and those owners survive park, resume, snapshot and fork, while the host sees
+ * every such file owned by an id of the workspace's own range, never by a host user.
+ */
+class NamespaceRootTest {
+    Path home;
+    Engine engine;
+
+    @BeforeEach
+    void start() throws Exception {
+        assumeTrue(HostIdentity.isRoot(), "id ranges are mapped only when Berth is root");
+        home = Files.createTempDirectory("berth-nsroot-");
+        Files.setPosixFilePermissions(home, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        NamespaceDriver d = new NamespaceDriver(home);
+        assumeTrue(d.probe().available(), () -> d.probe().reason());
+        engine = Engine.start(EngineConfig.defaults(home, List.of(d)));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (engine != null) engine.close();
+        if (home != null) dev.berth.engine.spi.Trees.delete(home);
+    }
+
+    String sh(String ws, String cmd) throws EngineException {
+        RunResult r = engine.run(Tenant.LOCAL, RunRequest.of(ws, cmd), OutputListener.NONE);
+        assertEquals(0, r.exitCode(), cmd + ": " + r);
+        return r.stdout();
+    }
+
+    /** The first host id of the workspace named {@code ws}. */
+    long first(String ws) throws Exception {
+        return IdRanges.recorded(home.resolve("workspaces").resolve(id(ws)).resolve("state"));
+    }
+
+    String id(String name) throws Exception {
+        return engine.list(Tenant.LOCAL).stream().filter(w -> name.equals(w.name())).findFirst().orElseThrow().id();
+    }
+
+    /** The host owner of a file in a running workspace's /workspace (its layer is mounted under the runtime directory). */
+    int hostUid(String ws, String file) throws Exception {
+        return (int) Files.getAttribute(home.resolve("run").resolve(id(ws)).resolve("disk").resolve("workspace").resolve(file), "unix:uid",
+                java.nio.file.LinkOption.NOFOLLOW_LINKS);
+    }
+
+    @Test
+    void ownersOtherThanRoot_surviveParkResumeAndFork_onTheWorkspacesOwnHostIds() throws Exception {
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("a"));
+        String made = "mkdir -p app && touch app/data root.txt && chown -R 1000:1001 app && chown 65535:65535 root.txt"
+                + " && stat -c '%n %u:%g' app/data root.txt";
+        assertEquals("app/data 1000:1001\nroot.txt 65535:65535\n", sh("a", made));
+        long base = first("a");
+        IdRanges range = NamespaceSettings.defaults().idRange();
+        assertTrue(base >= range.start() && base + range.perWorkspace() <= range.start() + range.length(), "slot " + base);
+        // the host sees the workspace's own ids, never a host user's
+        assertEquals(base + 1000, hostUid("a", "app/data"));
+        assertEquals(base + 65535, hostUid("a", "root.txt"));
+        assertEquals(base, hostUid("a", "."));
+
+        engine.park(Tenant.LOCAL, "a");
+        assertEquals("app/data 1000:1001\nroot.txt 65535:65535\n", sh("a", "stat -c '%n %u:%g' app/data root.txt"), "after park and resume");
+        assertEquals(base, first("a"), "a workspace keeps its ids across park");
+
+        engine.snapshot(Tenant.LOCAL, "a", "snap");
+        engine.open(Tenant.LOCAL, new OpenRequest("b", "persistent", "snap", null, null));
+        long forkBase = first("b");
+        assertTrue(Math.abs(forkBase - base) >= range.perWorkspace(), "the fork's ids overlap its origin's: " + base + ", " + forkBase);
+        assertEquals("app/data 1000:1001\nroot.txt 65535:65535\n", sh("b", "stat -c '%n %u:%g' app/data root.txt"), "in the fork");
+        assertEquals(forkBase + 1000, hostUid("b", "app/data"), "the fork's files show as its own ids on the host");
+        // the user inside the fork owns its file and nothing of root's
+        assertEquals("1000\nwrote\nrefused\n", sh("b", "setpriv --reuid=1000 --regid=1001 --clear-groups sh -c"
+                + " 'id -u; echo x > app/data && echo wrote; echo x > root.txt 2>/dev/null || echo refused'"));
+    }
+
+    /** An imported image's read-only root is bound through an idmapped mount: its files keep their owners inside. */
+    @Test
+    void importedImage_filesKeepTheirOwnersInside() throws Exception {
+        assumeTrue(dev.berth.engine.image.OciFixture.missingTools() == null, dev.berth.engine.image.OciFixture::missingTools);
+        try (var oci = new dev.berth.engine.image.OciFixture(home.resolve("oci"))) {
+            engine.images().importFrom(oci.busyboxLayout() + ":v1", "tiny", dev.berth.engine.image.ImportLimits.DEFAULT, l -> { });
+        }
+        String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, null, null, null, "tiny")).workspace().id();
+        // root's files are root's (unmapped they would show as the overflow id 65534)
+        assertEquals("/etc/os-release\n", sh(ws, "find /etc/os-release -user 0 -group 0"));
+        RunResult w = engine.run(Tenant.LOCAL, RunRequest.of(ws, "echo x > /etc/os-release"), OutputListener.NONE);
+        assertTrue(w.exitCode() != 0, "the image's root is writable: " + w);
+    }
+
+    @Test
+    void idsOutsideTheRange_unmapped_chownRefused() throws Exception {
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("c"));
+        RunResult r = engine.run(Tenant.LOCAL, RunRequest.of("c", "touch f && chown 65536 f"), OutputListener.NONE);
+        assertTrue(r.exitCode() != 0 && r.stderr().contains("Invalid argument"), r.toString());
+        // host ids of the workspace's own range only: no id of another workspace, nor a host user's, is reachable
+        assertEquals("0 " + first("c") + " 65536", sh("c", "cat /proc/self/uid_map").strip().replaceAll("\\s+", " "));
+    }
+}
