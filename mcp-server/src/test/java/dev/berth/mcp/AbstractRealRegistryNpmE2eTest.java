@@ -33,7 +33,8 @@ import tools.jackson.databind.JsonNode;
  * on the host at test time ({@code npm install --package-lock-only}, no {@code resolved} URLs) against the same
  * registry. The same {@code npm ci} runs on the bare host with an empty cache, so the test output carries the
  * workspace's time against the host's. Skipped, with the reason, when the host has no npm or does not reach its
- * registry. The connection-rate shaping must not refuse a single setup.
+ * registry. The connection-rate shaping must not refuse a single setup. The host npm's {@code cafile} (the machine's trust)
+ * is copied into the workspace and named in its {@code .npmrc}.
  */
 abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest {
     /** The top-level dependency: jest's tree is about 270 packages. */
@@ -43,6 +44,8 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
     static final int MIN_PACKAGES = 150;
 
     String registry;
+    /** The host npm's {@code cafile} (the machine's trust, which may hold a CA of its own egress), or null. */
+    String cafile;
     String lockfile;
     int packages;
     long hostMs;
@@ -56,6 +59,9 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
         assumeTrue(cfg.rc == 0, "no npm on the host: " + cfg.out);
         registry = cfg.out.strip();
         if (!registry.endsWith("/")) registry += "/";
+        Exec ca = exec(host, 60, "npm", "config", "get", "cafile");
+        String caPath = ca.out.strip();
+        if (ca.rc == 0 && caPath.startsWith("/") && Files.isRegularFile(Path.of(caPath))) cafile = Files.readString(Path.of(caPath));
         String name = URI.create(registry).getHost();
         assumeTrue(name != null && !name.isEmpty(), "the host's npm registry '" + registry + "' names no host");
         InetAddress[] addrs;
@@ -102,8 +108,14 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
         String ws = ok("open_workspace", level().open(Map.of())).path("workspace").asString();
         ok("write_file", Map.of("workspace", ws, "path", "app/package.json", "content", PACKAGE_JSON));
         ok("write_file", Map.of("workspace", ws, "path", "app/package-lock.json", "content", lockfile));
+        // the host npm's trust goes along: a microVM's image has Debian's public roots only, not the machine's own CA
+        String trust = "";
+        if (cafile != null) {
+            ok("write_file", Map.of("workspace", ws, "path", "host-ca.crt", "content", cafile));
+            trust = "cafile=/workspace/host-ca.crt\n";
+        }
         ok("write_file", Map.of("workspace", ws, "path", "app/.npmrc", "content",
-                "registry=" + registry + "\naudit=false\nfund=false\nupdate-notifier=false\n"));
+                "registry=" + registry + "\n" + trust + "audit=false\nfund=false\nupdate-notifier=false\n"));
         long t0 = System.nanoTime();
         JsonNode r = mcp.okWithin("run", Map.of("workspace", ws, "timeout_s", 1800, "command",
                 "cd app && s=$(date +%s%N); env -u NO_PROXY -u no_proxy HOME=/workspace npm ci --no-audit --no-fund --loglevel=error 2>&1;"
