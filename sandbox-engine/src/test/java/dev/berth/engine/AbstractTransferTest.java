@@ -52,7 +52,9 @@ public abstract class AbstractTransferTest {
         home = Files.createTempDirectory("berth-transfer-");
         roots = Files.createTempDirectory("berth-roots-").toRealPath();
         repo = Files.createDirectory(roots.resolve("proj"));
-        engine = Engine.start(EngineConfig.defaults(home, List.of(driver(home))));
+        IsolationDriver d = driver(home);
+        org.junit.jupiter.api.Assumptions.assumeTrue(d.probe().available(), () -> d.name() + " cannot run here: " + d.probe().reason());
+        engine = Engine.start(EngineConfig.defaults(home, List.of(d)));
     }
 
     @AfterEach
