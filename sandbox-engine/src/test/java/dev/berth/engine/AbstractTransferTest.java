@@ -199,6 +199,30 @@ public abstract class AbstractTransferTest {
     }
 
     @Test
+    void open_repositoryMidMergeWithConflicts_importedAsItIsAndSaidSo() throws Exception {
+        git(repo, "init", "-q");
+        Files.writeString(repo.resolve("f.txt"), "base\n");
+        git(repo, "add", "-A");
+        git(repo, "commit", "-q", "-m", "base");
+        git(repo, "checkout", "-q", "-b", "other");
+        Files.writeString(repo.resolve("f.txt"), "theirs\n");
+        git(repo, "commit", "-q", "-am", "theirs");
+        git(repo, "checkout", "-q", "main");
+        Files.writeString(repo.resolve("f.txt"), "ours\n");
+        git(repo, "commit", "-q", "-am", "ours");
+        Process merge = new ProcessBuilder("git", "-C", repo.toString(), "-c", "user.name=T", "-c", "user.email=t@t", "merge", "-q", "other")
+                .redirectErrorStream(true).start();
+        merge.getInputStream().readAllBytes();
+        assertEquals(1, merge.waitFor(), "the merge conflicts");
+
+        ImportResult r = importRepo("m");
+        assertTrue(r.notes().stream().anyMatch(n -> n.contains("middle of a merge")), r.notes().toString());
+        assertTrue(r.notes().stream().anyMatch(n -> n.contains("unresolved conflicts")), r.notes().toString());
+        assertTrue(sh("m", "cat f.txt").contains("<<<<<<<"), "the conflict markers arrive as they are");
+        if (guestHasGit()) assertTrue(sh("m", "git -c safe.directory='*' status --porcelain").contains("UU f.txt"), "still conflicted inside");
+    }
+
+    @Test
     void open_hostileInput_refusedWithReason() throws Exception {
         Files.writeString(repo.resolve("x.txt"), "x\n");
         // outside every root

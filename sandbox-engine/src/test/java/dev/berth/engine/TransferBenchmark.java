@@ -66,8 +66,8 @@ public final class TransferBenchmark {
                     if (r == rounds - 1) {
                         for (int changed : new int[] {10, 1000}) {
                             if (changed > n) continue;
-                            engine.run(T, RunRequest.of(ws, "cd /workspace && i=0; for f in $(ls d0 | head -" + changed
-                                    + "); do echo changed >> d0/$f; done"), OutputListener.NONE);
+                            engine.run(T, RunRequest.of(ws, "cd /workspace && for f in $(find d* -name '*.txt' | sort | tail -n " + changed
+                                    + "); do echo changed-" + changed + " >> $f; done"), OutputListener.NONE);
                             long e0 = System.nanoTime();
                             ExportResult p = engine.transfers().export(T, ws, null, null, List.of(work));
                             long patchMs = (System.nanoTime() - e0) / 1_000_000;

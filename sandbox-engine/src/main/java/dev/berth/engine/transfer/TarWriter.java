@@ -53,15 +53,18 @@ final class TarWriter {
     private void file(Path p, SourceTree.Entry e) throws IOException {
         header(e.path(), '0', e.size(), e.mode(), e.mtimeSeconds(), null);
         long left = e.size();
-        try (InputStream in = Files.newInputStream(p, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
-            while (left > 0) {
-                int n = in.read(buf, 0, (int) Math.min(buf.length, left));
-                if (n < 0) break;
-                emit(buf, n);
-                left -= n;
+        // a file replaced by a pipe since the scan would block the open: check again right before it (narrows the race)
+        if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
+            try (InputStream in = Files.newInputStream(p, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
+                while (left > 0) {
+                    int n = in.read(buf, 0, (int) Math.min(buf.length, left));
+                    if (n < 0) break;
+                    emit(buf, n);
+                    left -= n;
+                }
+            } catch (java.nio.file.FileSystemException gone) {
+                // removed or replaced by a link since the scan: carried as zeros of the scanned size
             }
-        } catch (java.nio.file.FileSystemException gone) {
-            // removed or replaced by a link since the scan: carried as zeros of the scanned size
         }
         while (left > 0) {
             int n = (int) Math.min(buf.length, left);
