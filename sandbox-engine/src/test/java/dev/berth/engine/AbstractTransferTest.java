@@ -186,6 +186,35 @@ public abstract class AbstractTransferTest {
     }
 
     @Test
+    void export_hostileWorkspaceHistory_refusedByFsck_hostConfigCommandsNeverRun() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(guestHasGit(), "this level's image has no git");
+        makeRepo();
+        // the user's repository configures commands git would run on the host: none of them may run
+        Path marker = roots.resolve("host-command-ran");
+        git(repo, "config", "core.fsmonitor", "touch " + marker);
+        git(repo, "config", "core.hooksPath", repo.resolve("evil-hooks").toString());
+        Files.createDirectories(repo.resolve("evil-hooks"));
+        for (String hook : List.of("reference-transaction", "post-checkout", "post-merge")) {
+            Path h = repo.resolve("evil-hooks").resolve(hook);
+            Files.writeString(h, "#!/bin/sh\ntouch " + marker + "\n");
+            h.toFile().setExecutable(true);
+        }
+        importRepo("evil");
+        // the workspace commits a tree holding a .git directory (a planted hook): fsck must refuse the bundle
+        sh("evil", "cd /workspace && G='git -c safe.directory=* -c user.name=x -c user.email=x@x'"
+                + " && hook=$(printf '#!/bin/sh\\ntouch /tmp/pwned\\n' | $G hash-object -w --stdin)"
+                + " && hooks=$(printf '100755 blob %s\\tpost-checkout\\n' $hook | $G mktree)"
+                + " && dotgit=$(printf '040000 tree %s\\thooks\\n' $hooks | $G mktree)"
+                + " && top=$(printf '040000 tree %s\\t.git\\n' $dotgit | $G mktree)"
+                + " && c=$($G commit-tree $top -p HEAD -m planted) && $G update-ref HEAD $c");
+        var e = assertThrows(EngineException.class, () -> engine.transfers().export(T, "evil", "branch", "planted", List.of(roots)));
+        assertTrue(e.getMessage().contains("dotgit") || e.getMessage().contains("fsck") || e.getMessage().contains(".git"), e.getMessage());
+        assertEquals("", git(repo, "branch", "--list", "planted"), "no branch was created");
+        assertEquals("", git(repo, "for-each-ref", "refs/berth-incoming"), "the hidden ref is gone");
+        assertFalse(Files.exists(marker), "no command of the user's repository configuration ran on the host");
+    }
+
+    @Test
     void fork_ofImportedSnapshot_exportsItsOwnBranch() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(guestHasGit(), "this level's image has no git");
         makeRepo();

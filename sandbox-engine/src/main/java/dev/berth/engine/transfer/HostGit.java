@@ -36,6 +36,11 @@ final class HostGit {
     }
 
     static Result run(Path work, Path gitDir, List<String> args) throws IOException {
+        return run(work, gitDir, args, Map.of(), null);
+    }
+
+    /** As {@link #run(Path, Path, List)}, with {@code extraEnv} added and standard input read from {@code stdin} (null: none). */
+    static Result run(Path work, Path gitDir, List<String> args, Map<String, String> extraEnv, Path stdin) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(command(work, gitDir, args)).directory(work.toFile());
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("GIT_"));
@@ -44,10 +49,11 @@ final class HostGit {
         env.put("GIT_TERMINAL_PROMPT", "0");
         env.put("GIT_OPTIONAL_LOCKS", "0");
         env.put("LC_ALL", "C");
+        env.putAll(extraEnv);
         Path out = Files.createTempFile("berth-git", ".out");
         Path err = Files.createTempFile("berth-git", ".err");
         try {
-            Process p = pb.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+            Process p = pb.redirectInput(ProcessBuilder.Redirect.from(stdin == null ? new java.io.File("/dev/null") : stdin.toFile()))
                     .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
             try {
                 if (!p.waitFor(LIMIT_S, TimeUnit.SECONDS)) {
