@@ -228,6 +228,22 @@ public abstract class AbstractTransferTest {
     }
 
     @Test
+    void open_includeIgnored_carriesIgnoredFilesButNeverHooks() throws Exception {
+        makeRepo();
+        Path nested = Files.createDirectories(repo.resolve("build/nested"));
+        git(nested, "init", "-q");
+        Files.writeString(nested.resolve(".git/hooks/pre-commit"), "#!/bin/sh\n");
+        var prepared = engine.transfers().prepare(new ImportRequest(repo, List.of(roots), true));
+        engine.open(T, OpenRequest.persistent("all"));
+        ImportResult r = engine.transfers().importInto(T, "all", prepared);
+        assertEquals(0, r.ignored());
+        assertEquals("SECRET=1", sh("all", "cat .env"));
+        assertEquals("object", sh("all", "cat build/out.o"));
+        assertEquals("none", sh("all", "test -e .git/hooks/post-checkout || test -e build/nested/.git/hooks/pre-commit || echo none"));
+        assertTrue(r.skipped().contains("build/nested/.git/hooks: git hooks are not carried"), r.skipped().toString());
+    }
+
+    @Test
     void open_repositoryMidMergeWithConflicts_importedAsItIsAndSaidSo() throws Exception {
         git(repo, "init", "-q");
         Files.writeString(repo.resolve("f.txt"), "base\n");

@@ -187,7 +187,9 @@ public final class SourceTree {
             @Override
             public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes a) throws IOException {
                 String rel = root.relativize(dir).toString();
-                if (gitDir != null && dir.equals(gitDir.resolve("hooks"))) {
+                if (dir.getFileName() != null && dir.getFileName().toString().equals("hooks") && dir.getParent() != null
+                        && dir.getParent().getFileName() != null && dir.getParent().getFileName().toString().equals(".git")) {
+                    // the repository's hooks and any nested repository's (include_ignored, or a directory of repositories)
                     skip(rel, "git hooks are not carried");
                     return FileVisitResult.SKIP_SUBTREE;
                 }
