@@ -18,6 +18,10 @@
 //                                               ({"action":"accept","content":{...}}), or {"hang":true} (never answer),
 //                                               or {"error":"message"} (answer with a JSON-RPC error)
 //   {"op":"elicitations"}                    -> {"ok":true,"requests":[params,...]} received so far (then cleared)
+//   {"op":"connect","roots":["/abs/dir",..]} -> as connect, declaring the roots capability; roots/list answers these
+//                                               directories as file: URIs (an empty list declares the capability
+//                                               with no roots)
+//   {"op":"roots","roots":[...]}             -> replaces the declared roots and sends notifications/roots/list_changed
 // A failure is {"ok":false,"error":"message","code":N}. The SDK client validates structuredContent against each
 // tool's outputSchema, so a result that breaks its schema shows up here as an error.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -25,13 +29,15 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { createInterface } from "node:readline";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { pathToFileURL } from "node:url";
 
 const [mode, target, ...rest] = process.argv.slice(2);
 let client = null;
 let transport = null;
 let elicitAnswer = { action: "decline" };
 let elicitRequests = [];
+let roots = null;
 
 function makeTransport() {
   if (mode === "stdio") {
@@ -52,8 +58,16 @@ async function handle(req) {
   switch (req.op) {
     case "connect": {
       transport = makeTransport();
-      client = new Client({ name: "berth-e2e", version: "1.0.0" },
-        { capabilities: req.elicitation ? { elicitation: { form: {} } } : {} });
+      const capabilities = req.elicitation ? { elicitation: { form: {} } } : {};
+      if (Array.isArray(req.roots)) {
+        roots = req.roots;
+        capabilities.roots = { listChanged: true };
+      }
+      client = new Client({ name: "berth-e2e", version: "1.0.0" }, { capabilities });
+      if (roots !== null) {
+        client.setRequestHandler(ListRootsRequestSchema, async () =>
+          ({ roots: roots.map((p) => ({ uri: pathToFileURL(p).href, name: p })) }));
+      }
       if (req.elicitation) {
         client.setRequestHandler(ElicitRequestSchema, async (request) => {
           elicitRequests.push(request.params);
@@ -92,6 +106,10 @@ async function handle(req) {
         client.callTool({ name: c.name, arguments: c.args ?? {} }, undefined, { timeout: c.timeoutMs ?? 600000 })));
       return { results };
     }
+    case "roots":
+      roots = req.roots;
+      await client.sendRootsListChanged();
+      return {};
     case "elicit":
       elicitAnswer = req.answer;
       return {};

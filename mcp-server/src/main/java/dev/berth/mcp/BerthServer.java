@@ -60,14 +60,19 @@ final class BerthServer {
 
     /** A single-tenant server (stdio): every call is made for {@link Tenant#LOCAL}. */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine) {
-        return build(transport, engine, "stdio");
+        return build(transport, engine, "stdio", List.of());
     }
 
     /** The same, naming the transport in audit records ("home-socket" for a stdio client served through the owner). */
     static McpSyncServer build(McpServerTransportProvider transport, Engine engine, String transportName) {
+        return build(transport, engine, transportName, List.of());
+    }
+
+    /** The same, with the operator's project_roots (where from_directory may read and branches may be written). */
+    static McpSyncServer build(McpServerTransportProvider transport, Engine engine, String transportName, List<java.nio.file.Path> projectRoots) {
         Cancellations cancellations = new Cancellations();
         return build(McpServer.sync(new CancellableSessions(transport, cancellations, Tenant.LOCAL.id())), engine,
-                exchange -> Tenant.LOCAL, cancellations, transportName);
+                exchange -> Tenant.LOCAL, cancellations, transportName, projectRoots);
     }
 
     /**
@@ -79,12 +84,17 @@ final class BerthServer {
      */
     static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
                                Cancellations cancellations, String transport) {
+        return build(spec, engine, tenants, cancellations, transport, List.of());
+    }
+
+    static McpSyncServer build(McpServer.SyncSpecification<?> spec, Engine engine, Function<McpSyncServerExchange, Tenant> tenants,
+                               Cancellations cancellations, String transport, List<java.nio.file.Path> projectRoots) {
         FileTools files = new FileTools(engine);
         Map<String, Tools.Handler> fileTools = Map.of(
                 "read_file", (x, a, r) -> files.read(tenants.apply(x), a),
                 "write_file", (x, a, r) -> files.write(tenants.apply(x), a),
                 "list_files", (x, a, r) -> files.list(tenants.apply(x), a));
-        Tools tools = new Tools(engine, JSON, tenants, transport, fileTools);
+        Tools tools = new Tools(engine, JSON, tenants, transport, fileTools, projectRoots);
         List<SyncToolSpecification> specs = tools.specifications(ToolCatalog.load()).stream()
                 .map(s -> SyncToolSpecification.builder().tool(s.tool())
                         .callHandler((ex, req) -> cancellations.run(Cancellations.callKey(ex), () -> s.callHandler().apply(ex, req)))

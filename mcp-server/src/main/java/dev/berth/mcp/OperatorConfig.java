@@ -26,10 +26,20 @@ import tools.jackson.databind.json.JsonMapper;
  * spellings, with one warning per key per load. Every key, its default and range: {@code docs/operator-config.md}.
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
-                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool) {
+                             Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool,
+                             @JsonProperty("project_roots") List<String> projectRoots) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null, null, null);
+    }
+
+    /**
+     * Directories of the server's machine that open_workspace {from_directory} may copy from and export_changes
+     * {to: branch} may write a branch into, besides the roots the MCP client declares (stdio only). Absolute, or
+     * relative to the config file's folder; none by default.
+     */
+    public List<java.nio.file.Path> projectRootPaths() {
+        return projectRoots == null ? List.of() : projectRoots.stream().map(java.nio.file.Path::of).toList();
     }
 
     /**
@@ -270,7 +280,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Http h = c.http() == null ? new Http(null, null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
                     h.allowedOrigins(), h.allowedHosts(), h.previews()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
-                    c.metrics(), c.pool());
+                    c.metrics(), c.pool(), c.projectRoots());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth, warnings);
@@ -303,7 +313,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
         return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), dev.berth.proxy.ConfigLoader.resolveFiles(egress, dir), guard, lifecycle,
-                audit, metrics, pool);
+                audit, metrics, pool, projectRoots == null ? null : projectRoots.stream().map(r -> dir.resolve(r).normalize().toString()).toList());
     }
 
     /** The egress section as the proxy's own config (same format as an --egress file); null when absent. */

@@ -14,6 +14,7 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -32,9 +33,11 @@ final class ServeStdio {
         PrintStream protocolOut = System.out;
         System.setOut(System.err);
         Engine engine;
+        List<java.nio.file.Path> projectRoots;
         try {
-            // stdio has one local tenant and no HTTP; of an operator config it uses the egress and guard sections
+            // stdio has one local tenant and no HTTP; of an operator config it uses the egress, guard and project_roots sections
             OperatorConfig operator = opts.config() == null ? null : OperatorConfig.loadForStdio(opts.config());
+            projectRoots = operator == null ? List.of() : operator.projectRootPaths();
             engine = Drivers.engine(opts, operator);
         } catch (OperatorConfig.ConfigException e) {
             System.err.println("berth: " + e.getMessage());
@@ -46,12 +49,12 @@ final class ServeStdio {
             System.err.println("berth: " + e.getMessage());
             return 1;
         }
-        HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket"));
+        HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket", projectRoots));
         startPreviews(engine);
         CountDownLatch eof = new CountDownLatch(1);
         McpServerTransportProvider transport = Boolean.getBoolean(UNHARDENED_PROPERTY)
                 ? sdkTransport(protocolOut, eof) : new StdioTransport(BerthServer.JSON, System.in, protocolOut, eof::countDown);
-        McpSyncServer server = BerthServer.build(transport, engine);
+        McpSyncServer server = BerthServer.build(transport, engine, "stdio", projectRoots);
         StopSignals signals = StopSignals.install(engine);
         Thread hook = new Thread(() -> {
             shutdown(server, engine);

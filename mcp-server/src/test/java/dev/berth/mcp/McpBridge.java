@@ -110,6 +110,13 @@ final class McpBridge implements AutoCloseable {
         return r;
     }
 
+    /** Connects declaring the roots capability; roots/list answers {@code roots} (absolute directories) as file: URIs. */
+    JsonNode connectWithRoots(List<String> roots) throws IOException {
+        JsonNode r = send(Map.of("op", "connect", "roots", roots));
+        if (!r.path("ok").asBoolean()) throw new IOException("connect failed: " + r);
+        return r;
+    }
+
     /** Connects declaring the elicitation capability; the client answers per {@link #elicitAnswer} (default decline). */
     JsonNode connectWithElicitation() throws IOException {
         JsonNode r = send(Map.of("op", "connect", "elicitation", true));

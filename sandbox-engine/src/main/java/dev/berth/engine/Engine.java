@@ -78,6 +78,7 @@ public final class Engine implements AutoCloseable {
     private final IdleReaper reaper;
     private final Ports ports;
     private final EgressApprovals approvals;
+    private final Transfers transfers;
     private final ForkMany forks;
     private final WarmPool pool;
     private final dev.berth.engine.image.ImageStore images;
@@ -105,6 +106,7 @@ public final class Engine implements AutoCloseable {
         this.ports = new Ports(registry, lifecycle, evidence, config.clock());
         this.approvals = new EgressApprovals(config, registry);
         this.forks = new ForkMany(config, registry, snapshots, lifecycle);
+        this.transfers = new Transfers(this, registry, evidence, store);
     }
 
     /**
@@ -215,6 +217,9 @@ public final class Engine implements AutoCloseable {
     /** Exposed ports of workspaces (previews of dev servers): expose, unexpose, list, connect. */
     public Ports ports() { return ports; }
 
+    /** Directories in, changes out (open_workspace from_directory, export_changes). */
+    public Transfers transfers() { return transfers; }
+
     /** Human approval of approvable egress hosts: check, record, grant (workspace-scoped, time-boxed). */
     public EgressApprovals egressApprovals() { return approvals; }
 
@@ -306,7 +311,7 @@ public final class Engine implements AutoCloseable {
     }
 
     @FunctionalInterface
-    private interface SandboxCall<T> {
+    interface SandboxCall<T> {
         T call(Workspace ws, Sandbox sandbox, boolean resumed) throws EngineException;
     }
 
@@ -315,7 +320,7 @@ public final class Engine implements AutoCloseable {
      * counts the call in {@code activeRuns} meanwhile, so park and close wait for it instead of pulling the sandbox
      * away underneath.
      */
-    private <T> T withSandbox(Tenant tenant, String ref, WorkspaceAction action, SandboxCall<T> fn) throws EngineException {
+    <T> T withSandbox(Tenant tenant, String ref, WorkspaceAction action, SandboxCall<T> fn) throws EngineException {
         ensureOpen();
         Workspace ws = registry.resolve(tenant, ref);
         boolean resumed;

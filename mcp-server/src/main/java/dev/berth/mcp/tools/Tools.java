@@ -38,6 +38,7 @@ public final class Tools {
     private final ToolAudit audit;
     private final EgressApprovalTool approvals;
     private final Map<String, Handler> more;
+    private final TransferTools transfers;
 
     /**
      * @param tenants   who a call is made for: the single local tenant over stdio, the authenticated one over HTTP
@@ -46,6 +47,13 @@ public final class Tools {
      */
     public Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants, String transport,
                  Map<String, Handler> more) {
+        this(engine, json, tenants, transport, more, List.of());
+    }
+
+    /** @param projectRoots the operator's project_roots: where from_directory and branch exports may also go */
+    public Tools(Engine engine, McpJsonMapper json, Function<McpSyncServerExchange, Tenant> tenants, String transport,
+                 Map<String, Handler> more, List<java.nio.file.Path> projectRoots) {
+        this.transfers = new TransferTools(engine, projectRoots, transport);
         this.engine = engine;
         this.json = json;
         this.tenants = tenants;
@@ -67,6 +75,7 @@ public final class Tools {
                 case "list_workspaces" -> (x, a, r) -> list(tenants.apply(x));
                 case "expose_port" -> (x, a, r) -> expose(tenants.apply(x), a);
                 case "request_egress" -> (x, a, r) -> toMap(approvals.request(x, tenants.apply(x), a));
+                case "export_changes" -> (x, a, r) -> transfers.export(x, tenants.apply(x), a);
                 default -> {
                     Handler other = more.get(def.name());
                     if (other == null) throw new IllegalStateException("tool '" + def.name() + "' is in the catalog but has no handler");
@@ -141,6 +150,8 @@ public final class Tools {
         }
         OpenRequest open = new OpenRequest(a.string("name"), a.string("lifecycle"), a.string("from_snapshot"),
                 a.string("isolation"), resources, a.stringList("egress"), a.stringList("secrets"), a.string("image"));
+        if (a.string("from_directory") != null) return transfers.open(ex, tenants.apply(ex), a, open);
+        if (a.bool("include_ignored", false)) throw new EngineException(Kind.INVALID_ARGUMENT, "include_ignored goes with from_directory");
         Integer count = a.integer("count");
         if (count == null) return Results.open(engine.open(tenants.apply(ex), open));
         return Results.openMany(engine.openMany(tenants.apply(ex), open, count));

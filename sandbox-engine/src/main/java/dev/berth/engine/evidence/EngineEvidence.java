@@ -446,6 +446,17 @@ public final class EngineEvidence implements AutoCloseable {
         record(ws.tenant, "file_written", m, Durability.DURABLE);
     }
 
+    /**
+     * A directory imported into a workspace or its changes exported (issue 29): where from or to, size and digest
+     * of what crossed (the tar stream, the patch, the bundle), durable before the call returns.
+     */
+    public void transfer(Workspace ws, String event, Map<String, Object> fields) throws EngineException {
+        Map<String, Object> m = base(ws);
+        m.put("event", event);
+        m.putAll(fields);
+        record(ws.tenant, "transfer", m, Durability.DURABLE);
+    }
+
     @Override
     public void close() {
         writer.close(); // waits for records still being written

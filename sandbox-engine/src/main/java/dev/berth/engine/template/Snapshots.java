@@ -130,6 +130,7 @@ public final class Snapshots {
             var rec = new Store.SnapshotRecord(id, tenant.id(), name == null ? id : name, ws.id, ws.driver.name(), out.memoryKept(),
                     out.stateBytes(), Instant.now().toString(), ws.fromSnapshot, ws.image());
             store.save(tmp, rec);
+            dev.berth.engine.transfer.ImportRecord.copyInto(ws.dir, tmp); // a fork exports to where the files came from
             Files.move(tmp, store.snapshotDir(id), StandardCopyOption.ATOMIC_MOVE);
             evidence.lifecycle(ws, "snapshot", java.util.Map.of("snapshot", id, "snapshot_name", rec.name(),
                     "memory_kept", out.memoryKept(), "state_bytes", out.stateBytes()), started);
