@@ -211,18 +211,19 @@ public final class BtrfsPool {
      * changed since to flush, instead of everything the workspace wrote since the last commit (btrfs commits every
      * 30 s on its own; a snapshot must flush first to be consistent, so without this it pays for the files its
      * workspace has just written). Requests coalesce: one flush runs at a time, and every request made while it runs
-     * is answered by the next one. A flush starts {@link #FLUSH_DELAY_MS} after the request that asked for it (the
-     * requests made meanwhile share it): started at once, its commit landed on the tail of the run that asked (the
-     * guard's look after the command waited ~2 ms for the agent while btrfs committed), and back-to-back runs each
-     * paid for one. The future completes when a flush that began after the request has ended (a failed flush is
-     * logged: the snapshot then flushes itself).
+     * is answered by the next one. The future completes when a flush that began after the request has ended (a
+     * failed flush is logged: the snapshot then flushes itself). A layer's unmount waits for the flush in flight
+     * ({@link #awaitFlushes}): {@code sync -f} holds the layer's mount while it runs, and an unmount that met it was
+     * refused as busy and retried (a park right after a run took ~200 ms longer while this flush started 250 ms late,
+     * to keep its commit off the run's tail: that gain was within the noise end to end, the park's loss was not).
      */
     public java.util.concurrent.CompletableFuture<Void> flushSoon(Path onPool) {
         synchronized (flushLock) {
             if (nextFlush != null) return nextFlush;
             var f = new java.util.concurrent.CompletableFuture<Void>();
             nextFlush = f;
-            java.util.concurrent.CompletableFuture.delayedExecutor(FLUSH_DELAY_MS, java.util.concurrent.TimeUnit.MILLISECONDS, FLUSHER).execute(() -> {
+            lastFlush = f;
+            FLUSHER.execute(() -> {
                 synchronized (flushLock) {
                     if (nextFlush == f) nextFlush = null;
                 }
@@ -238,11 +239,25 @@ public final class BtrfsPool {
         }
     }
 
-    /** How long a requested flush waits before it starts (off the tail of the run that asked for it). */
-    static final long FLUSH_DELAY_MS = 250;
+    /** Waits (up to {@code bound}) until the flush last asked for has ended; a layer unmounts after it. */
+    public void awaitFlushes(java.time.Duration bound) {
+        java.util.concurrent.CompletableFuture<Void> f;
+        synchronized (flushLock) {
+            f = lastFlush;
+        }
+        if (f == null) return;
+        try {
+            f.get(bound.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            // a slow or failed flush: the unmount retries and names what holds the mount
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 
     private final Object flushLock = new Object();
     private java.util.concurrent.CompletableFuture<Void> nextFlush;
+    private java.util.concurrent.CompletableFuture<Void> lastFlush;
     /** One flusher for every pool of this JVM: flushes are I/O-bound and rare, and never run two at once. */
     private static final java.util.concurrent.ExecutorService FLUSHER = java.util.concurrent.Executors.newSingleThreadExecutor(
             Thread.ofPlatform().daemon().priority(Thread.MIN_PRIORITY).name("berth-pool-flush").factory());
