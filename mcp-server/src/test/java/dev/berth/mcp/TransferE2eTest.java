@@ -85,6 +85,8 @@ class TransferE2eTest {
 
             JsonNode bad = mcp.call("export_changes", Map.of("workspace", "p", "to", "branch", "branch", "no..dots"));
             assertTrue(bad.path("isError").asBoolean() && bad.toString().contains("not a valid branch name"), bad.toString());
+            JsonNode again = mcp.call("open_workspace", Map.of("name", "p", "from_directory", repo.toString(), "isolation", "namespace"));
+            assertTrue(again.path("isError").asBoolean() && again.toString().contains("already exists"), again.toString());
             JsonNode outside = mcp.call("open_workspace", Map.of("from_directory", home.toString(), "isolation", "namespace"));
             assertTrue(outside.path("isError").asBoolean() && outside.toString().contains("outside every allowed root"), outside.toString());
         }

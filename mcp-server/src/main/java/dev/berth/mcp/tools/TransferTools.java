@@ -81,6 +81,10 @@ public final class TransferTools {
         if (a.integer("count") != null || open.fromSnapshot() != null) {
             throw new EngineException(Kind.INVALID_ARGUMENT, "from_directory opens one new workspace: give it without from_snapshot and count");
         }
+        if (open.name() != null && exists(tenant, open.name())) {
+            throw new EngineException(Kind.CONFLICT, "workspace '" + open.name() + "' already exists; from_directory needs a new workspace: "
+                    + "give another name (or none, for an ephemeral one)");
+        }
         Transfers.Prepared prepared = engine.transfers().prepare(new ImportRequest(Path.of(a.requiredString("from_directory")), roots(ex),
                 a.bool("include_ignored", false)));
         OpenResult r = engine.open(tenant, open);
@@ -105,6 +109,16 @@ public final class TransferTools {
         m.put("note", r.note() + "; copied " + imported.files() + " entries (" + imported.bytes() + " bytes) from " + imported.source()
                 + (imported.git() ? " as a git repository" : "") + " into /workspace");
         return m;
+    }
+
+    private boolean exists(Tenant tenant, String name) throws EngineException {
+        try {
+            engine.info(tenant, name);
+            return true;
+        } catch (EngineException e) {
+            if (e.kind() == Kind.NOT_FOUND) return false;
+            throw e;
+        }
     }
 
     static Map<String, Object> importMap(ImportResult i) {

@@ -42,8 +42,13 @@ public final class ChangeExport {
         byte[] out = d.stdout();
         int nl = indexOf(out, (byte) '\n');
         String first = nl < 0 ? "" : new String(out, 0, nl, StandardCharsets.UTF_8);
-        if (!first.startsWith("patch /")) throw new EngineException(Kind.INTERNAL, "the workspace answered the export unexpectedly: " + clip(first));
-        String file = first.substring("patch ".length());
+        String[] w = first.split(" ", 3);
+        if (w.length != 3 || !w[0].equals("patch") || !w[1].matches("[0-9]{1,10}") || !w[2].startsWith("/")) {
+            throw new EngineException(Kind.INTERNAL, "the workspace answered the export unexpectedly: " + clip(first));
+        }
+        int count = Integer.parseInt(w[1]);
+        String file = w[2];
+        // the listing is cut at the output bound (1 MiB); the count is the whole
         List<String> changes = nameStatus(java.util.Arrays.copyOfRange(out, nl + 1, out.length));
         try {
             FileChunk head = agent.readFile(file, 0, 0);
@@ -53,7 +58,7 @@ public final class ChangeExport {
             if (data != null && data.length != size) inline = false;
             String sha = inline ? sha256(data) : null;
             String text = inline ? new String(data, StandardCharsets.UTF_8) : null;
-            return new ExportResult("patch", changes.subList(0, Math.min(changes.size(), CHANGES_LISTED)), changes.size(), text, size, file,
+            return new ExportResult("patch", changes.subList(0, Math.min(changes.size(), CHANGES_LISTED)), count, text, size, file,
                     !inline, null, null, null, sha, size, (System.nanoTime() - t0) / 1_000_000);
         } catch (AgentException e) {
             throw new EngineException(Kind.INTERNAL, "reading the patch inside the workspace failed: " + e.getMessage(), e);

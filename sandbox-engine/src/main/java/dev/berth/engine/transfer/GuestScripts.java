@@ -49,7 +49,7 @@ final class GuestScripts {
     /**
      * The working tree now, as a tree object (temporary index), then: {@code BERTH_EXPORT=patch} writes the patch
      * against the import to {@code $gd/berth-changes.patch} and prints "patch PATH" and the name-status list (NUL
-     * separated); {@code BERTH_EXPORT=bundle} makes HEAD plus the uncommitted work one commit
+     * separated), "patch COUNT PATH" first; {@code BERTH_EXPORT=bundle} makes HEAD plus the uncommitted work one commit
      * ({@code refs/berth/export}), bundles what the user's repository lacks ({@code BERTH_BASE}: the commit it had at
      * the import) to {@code $gd/berth-export.bundle}, and prints "bundle PATH COMMIT" ("same COMMIT": nothing new).
      */
@@ -68,7 +68,8 @@ final class GuestScripts {
             unset GIT_INDEX_FILE
             if [ "$BERTH_EXPORT" = patch ]; then
               G diff --binary --full-index -M --no-color --no-ext-diff --no-textconv "$base" "$tree" > "$gd/berth-changes.patch"
-              printf 'patch %s\\n' "$gd/berth-changes.patch"
+              n=$(( $(G diff --name-only -z --no-ext-diff -M "$base" "$tree" | tr -cd '\\000' | wc -c) ))
+              printf 'patch %s %s\\n' "$n" "$gd/berth-changes.patch"
               G diff --name-status -z -M --no-ext-diff "$base" "$tree"
             else
               if head=$(G rev-parse -q --verify 'HEAD^{commit}') && [ "$(G rev-parse 'HEAD^{tree}')" = "$tree" ]; then
