@@ -85,7 +85,7 @@ abstract class AbstractStdioE2eTest {
             assertTrue(t.path("annotations").has("readOnlyHint"), t.toString());
         }
         assertEquals(Set.of("open_workspace", "run", "park", "snapshot", "close_workspace", "list_workspaces",
-                "read_file", "write_file", "list_files", "expose_port", "request_egress"), names);
+                "read_file", "write_file", "list_files", "expose_port", "request_egress", "export_changes"), names);
     }
 
     @Test
