@@ -21,7 +21,9 @@ class InspectorCliE2eTest {
     static final String INSPECTOR = "@modelcontextprotocol/inspector/clients/launcher/build/index.js";
 
     static JsonNode inspect(Path home, String... args) throws Exception {
-        List<String> a = new ArrayList<>(List.of("--cli"));
+        // the Inspector gives a server 15 s to answer initialize by default: a JVM starting on a loaded 2-core host can
+        // take longer (seen in a suite run), so the bound is the test's own, as for every other client here
+        List<String> a = new ArrayList<>(List.of("--cli", "--connect-timeout", "120000"));
         a.addAll(List.of(args));
         Node22.Result r = Node22.run(Node22.script(INSPECTOR, a.toArray(String[]::new)), home, 120);
         assertEquals(0, r.exit(), () -> "inspector failed:\n" + r.stdout() + r.stderr());
