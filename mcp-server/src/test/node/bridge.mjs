@@ -54,6 +54,20 @@ function makeTransport() {
   throw new Error(`unknown mode ${mode}`);
 }
 
+// The SDK's close() ends the server's stdin, then sends SIGTERM after 2 s and SIGKILL after 4 s. What these tests
+// check is Berth's own clean stop at end of input (and that it leaves nothing behind), which on a loaded 2-core CI
+// machine can take longer than that; so the bridge ends stdin itself and waits for the exit (bounded), then lets the
+// SDK close what is left. A server that does not exit is still killed by the SDK, and the test's wait says so.
+async function closeClient() {
+  const p = transport?._process;
+  if (mode === "stdio" && p && p.exitCode === null && p.signalCode === null) {
+    const exited = new Promise((resolve) => p.once("close", resolve));
+    try { p.stdin?.end(); } catch { /* already closed */ }
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 110000).unref())]);
+  }
+  await client.close();
+}
+
 async function handle(req) {
   switch (req.op) {
     case "connect": {
@@ -119,7 +133,7 @@ async function handle(req) {
       return { requests };
     }
     case "close":
-      await client.close();
+      await closeClient();
       client = null;
       return {};
     default:
@@ -142,6 +156,6 @@ rl.on("line", (line) => {
   });
 });
 rl.on("close", () => queue.then(async () => {
-  if (client) await client.close().catch(() => {});
+  if (client) await closeClient().catch(() => {});
   process.exit(0);
 }));
