@@ -136,10 +136,14 @@ class StopE2eTest {
         finish(home, err, err2);
     }
 
-    /** The benchmark of issue 33: end of stdin to exit with N persistent workspaces open and a command running in each. */
-    @ParameterizedTest(name = "{0} workspaces")
-    @ValueSource(ints = {0, 1, 3})
-    void endOfStdin_workspacesWithACommandRunning_stopTime(int workspaces) throws Exception {
+    /**
+     * End of stdin to exit with three persistent workspaces open and a command running in each, within the bound, the
+     * figure printed ({@code STOP-BENCH}). Issue 33's figures for 0 and 1 workspace came from this case too; a server
+     * with none stops in every other case here, one with one workspace in the first.
+     */
+    @Test
+    void endOfStdin_workspacesWithACommandRunning_stopTime() throws Exception {
+        int workspaces = 3;
         Path home = Files.createTempDirectory("berth-stop-bench-");
         Path err = Files.createTempFile("berth-stop-", ".log");
         try (RawStdio s = server(home, err)) {
