@@ -43,20 +43,22 @@ import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * Issue 26 items 4 and 6 on the namespace level, through the engine and the egress proxy it embeds: the real package
- * managers of this machine install from the real registries it reaches, from inside one workspace, and the same
- * commands on the bare host give the baseline each workspace time is set against (printed as {@code [real-clients]}
- * lines; nothing asserts a time).
+ * managers of this machine install the acceptance corpus' projects ({@link Corpus}) from the real registries it
+ * reaches, inside one workspace, and each project's own tests pass there; the same commands on the bare host give the
+ * baseline each workspace time is set against (printed as {@code [real-clients]} lines; nothing asserts a time).
  *
  * <ul>
- *   <li>pnpm and yarn (installed in the workspace by npm, from the registry) install a small Express app from the npm
- *   registry this machine's npm is configured for, through the proxy's npm rule (intercepted, read-only: a publish
- *   with a token the workspace holds is refused with the reason); the app's own test suite ({@code node --test},
- *   over {@code localhost}) passes, and the app started as a dev server is reached through an exposed port.</li>
- *   <li>{@code mvn compile} of a small project resolves its plugins and a dependency from the Maven repository this
- *   machine's Maven is configured for, through the proxy (a tunnel), and the compiled class runs.</li>
- *   <li>{@code pip install} from a PEP 503 index the test builds (wheels built by {@code pip wheel} from tiny source
- *   packages) served from a network namespace the test creates, under a named host listed in {@code internal_hosts}
- *   with the PyPI rule applied to it (a minimum release age hides the fresh release).</li>
+ *   <li>pnpm and yarn (installed in the workspace by npm, from the registry) install {@code node-app} (Express) from
+ *   the npm registry this machine's npm is configured for, through the proxy's npm rule (intercepted, read-only: a
+ *   publish with a token the workspace holds is refused with the reason); its {@code node --test} suite passes over
+ *   {@code localhost}, and the app started as a dev server is reached through an exposed port.</li>
+ *   <li>{@code mvn test} of {@code java-app} resolves its plugins and dependencies from the Maven repository this
+ *   machine's Maven is configured for, through the proxy (a tunnel), and its JUnit test passes.</li>
+ *   <li>{@code pip install} of {@code py-app}'s requirements from a PEP 503 index the test builds (wheels built by
+ *   {@code pip wheel} from tiny source packages) served from a network namespace the test creates, under a named host
+ *   listed in {@code internal_hosts} with the PyPI rule applied to it (a minimum release age hides the fresh
+ *   release); its {@code unittest} suite passes.</li>
+ *   <li>{@code go test} of {@code go-app} (Debian's golang, the dependency vendored, no module proxy).</li>
  * </ul>
  *
  * <p>No registry host is written here: the npm registry and CA file come from {@code npm config get}, the Maven
@@ -71,30 +73,6 @@ import org.junit.jupiter.api.TestMethodOrder;
 class NamespaceRealClientsTest {
     static final String PNPM = "pnpm@9.15.9";
     static final String YARN = "yarn@1.22.22";
-    static final String APP = "{\"name\":\"real-app\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"node --test\"},"
-            + "\"dependencies\":{\"express\":\"4.17.1\"}}";
-    static final String SERVER_JS = """
-            const express = require('express');
-            const app = express();
-            app.get('/health', (req, res) => res.json({ ok: true, express: require('express/package.json').version }));
-            module.exports = app;
-            if (require.main === module) app.listen(Number(process.env.PORT || 3000), 'localhost', () => console.log('listening'));
-            """;
-    static final String APP_TEST_JS = """
-            const test = require('node:test');
-            const assert = require('node:assert');
-            const http = require('node:http');
-            const app = require('../server');
-            test('GET /health over localhost', async () => {
-              const server = app.listen(0, 'localhost');
-              await new Promise(r => server.once('listening', r));
-              const body = await new Promise((resolve, reject) => http.get(`http://localhost:${server.address().port}/health`, r => {
-                let d = ''; r.on('data', c => d += c); r.on('end', () => resolve(d));
-              }).on('error', reject));
-              server.close();
-              assert.deepStrictEqual(JSON.parse(body), { ok: true, express: '4.17.1' });
-            });
-            """;
     /**
      * Installs pnpm and yarn with npm, then the app with each (fresh stores and caches), printing each step's time.
      * The same script runs in the workspace and on the host: {@code $1} is the base folder, {@code $REG} the registry,
@@ -222,25 +200,18 @@ class NamespaceRealClientsTest {
     void pnpmAndYarn_installFromTheMachinesNpmRegistry_throughTheNpmRule_appTestsPass() throws Exception {
         // the bare host first, fresh caches, no proxy
         Path hostBase = Files.createDirectories(dir.resolve("host-node"));
-        for (String p : List.of("pn", "yn")) {
-            Files.createDirectories(hostBase.resolve(p + "/test"));
-            Files.writeString(hostBase.resolve(p + "/package.json"), APP);
-        }
-        Files.writeString(hostBase.resolve("pn/server.js"), SERVER_JS);
-        Files.writeString(hostBase.resolve("pn/test/app.test.js"), APP_TEST_JS);
+        for (String p : List.of("pn", "yn")) Corpus.copy("node-app", hostBase.resolve(p));
         Exec host = HostClients.exec(hostBase, 900, Map.of("REG", registry, "NPM_CONFIG_CAFILE", cafile, "HOME", hostBase.toString()),
                 "sh", "-c", NODE_SCRIPT, "sh", hostBase.toString());
         skipUnless(host.rc() == 0, "pnpm/yarn installs on the bare host failed, so the registry is not usable from here: " + host.out());
 
-        for (String p : List.of("pn", "yn")) write("/workspace/node/" + p + "/package.json", APP);
-        write("/workspace/node/pn/server.js", SERVER_JS);
-        write("/workspace/node/pn/test/app.test.js", APP_TEST_JS);
+        for (String p : List.of("pn", "yn")) Corpus.upload(engine, ws, "node-app", "/workspace/node/" + p);
         RunResult r = sh("sh -c '" + NODE_SCRIPT.replace("'", "'\\''") + "' sh /workspace/node",
                 Map.of("REG", registry, "HOME", "/workspace/node"), 900);
         String out = r.stdout();
         assertEquals(0, r.exitCode(), r.toString());
         assertTrue(out.contains("pnpm_express=4.17.1") && out.contains("yarn_express=4.17.1"), r.toString());
-        assertTrue(out.contains("# pass 1") && out.contains("# fail 0"), "the app's test suite over localhost: " + r);
+        assertTrue(out.contains("# pass 2") && out.contains("# fail 0"), "the app's test suite over localhost: " + r);
         assertTrue(r.egressDenied().isEmpty(), "nothing refused (no connection-rate or quota refusal): " + r.egressDenied());
         for (String step : List.of("tools", "pnpm", "yarn", "test")) {
             report(step.equals("tools") ? "npm install " + PNPM + " " + YARN : step.equals("test") ? "node --test (the app's suite)"
@@ -273,57 +244,83 @@ class NamespaceRealClientsTest {
 
     @Test
     @Order(3)
-    void mvnCompile_resolvesFromTheMachinesMavenRepository_throughTheProxy() throws Exception {
+    void mvnTest_resolvesFromTheMachinesMavenRepository_throughTheProxy_moduleTestsPass() throws Exception {
         String javaHome = System.getProperty("java.home");
         Path trust = Path.of("/etc/ssl/certs/java/cacerts");
         String opts = "--sun-misc-unsafe-memory-access=allow" + (Files.isRegularFile(trust) ? " -Djavax.net.ssl.trustStore=TRUST" : "");
-        String pom = MavenProject.POM;
-        // the bare host
-        Path hostApp = Files.createDirectories(dir.resolve("host-mvn/app/src/main/java/demo")).getParent().getParent().getParent().getParent();
-        Files.writeString(hostApp.resolve("pom.xml"), pom);
-        Files.writeString(hostApp.resolve("src/main/java/demo/Main.java"), MavenProject.MAIN);
-        Files.writeString(hostApp.getParent().resolve("settings.xml"), MavenProject.settings(hostApp.getParent().resolve("m2").toString(), null, mavenRepo));
-        Map<String, String> hostEnv = Map.of("JAVA_HOME", javaHome, "MAVEN_OPTS", opts.replace("TRUST", trust.toString()));
-        Exec host = HostClients.exec(hostApp, 900, hostEnv, "mvn", "-B", "-ntp", "-q", "-Dstyle.color=never", "-s", "../settings.xml", "compile");
-        skipUnless(host.rc() == 0, "mvn compile on the bare host failed, so the repository is not usable from here: " + host.out());
+        String mvn = " -B -ntp -Dstyle.color=never -s ../settings.xml test";
+        // the bare host: the same module, an empty local repository, no proxy
+        Path hostApp = dir.resolve("host-mvn/app");
+        Corpus.copy("java-app", hostApp);
+        Files.writeString(hostApp.getParent().resolve("settings.xml"), MavenSettings.settings(hostApp.getParent().resolve("m2").toString(), null, mavenRepo));
+        Exec host = HostClients.exec(hostApp, 900, Map.of("JAVA_HOME", javaHome, "MAVEN_OPTS", opts.replace("TRUST", trust.toString())),
+                "sh", "-c", "mvn" + mvn);
+        skipUnless(host.rc() == 0, "mvn test on the bare host failed, so the repository is not usable from here: " + host.out());
 
-        write("/workspace/mvn/app/pom.xml", pom);
-        write("/workspace/mvn/app/src/main/java/demo/Main.java", MavenProject.MAIN);
-        String proxy = sh("printf %s \"$HTTPS_PROXY\"", Map.of(), 60).stdout();
-        URI p = URI.create(proxy);
-        write("/workspace/mvn/settings.xml", MavenProject.settings("/workspace/mvn/m2", p.getHost() + ":" + p.getPort(), mavenRepo));
+        Corpus.upload(engine, ws, "java-app", "/workspace/mvn/app");
+        URI p = URI.create(sh("printf %s \"$HTTPS_PROXY\"", Map.of(), 60).stdout());
+        write("/workspace/mvn/settings.xml", MavenSettings.settings("/workspace/mvn/m2", p.getHost() + ":" + p.getPort(), mavenRepo));
         if (Files.isRegularFile(trust)) engine.writeFile(Tenant.LOCAL, ws, "/workspace/mvn/cacerts", Files.readAllBytes(trust), false, null);
-        // Debian's Maven keeps bin/m2.conf and conf/ as links into /etc/maven, which the workspace's /etc does not have
+        // Debian's Maven keeps bin/m2.conf and conf/ as links into /etc/maven, which the workspace's /etc does not have:
+        // a MAVEN_HOME with the same binaries and the packaged configuration
         write("/workspace/mvn/maven/bin/m2.conf", Files.readString(mavenHome.resolve("bin/m2.conf")));
         write("/workspace/mvn/maven/conf/logging/simplelogger.properties", Files.readString(mavenHome.resolve("conf/logging/simplelogger.properties")));
         RunResult r = sh("cp " + mavenHome + "/bin/mvn /workspace/mvn/maven/bin/ && ln -sf " + mavenHome + "/boot " + mavenHome + "/lib /workspace/mvn/maven/"
-                        + " && cd /workspace/mvn/app && s=$(date +%s%N)"
-                        + " && /workspace/mvn/maven/bin/mvn -B -ntp -q -Dstyle.color=never -s ../settings.xml compile 2>&1 | tail -40; e=$(date +%s%N);"
-                        + " echo; echo \"mvn_ms=$(( (e - s) / 1000000 ))\";"
-                        + " $JAVA_HOME/bin/java -cp target/classes:$(find /workspace/mvn/m2 -name 'commons-lang3-*.jar' | head -1) demo.Main",
+                        + " && cd /workspace/mvn/app && s=$(date +%s%N); /workspace/mvn/maven/bin/mvn" + mvn + " > ../mvn.log 2>&1; rc=$?; e=$(date +%s%N);"
+                        + " grep -E 'Tests run:|BUILD|ERROR' ../mvn.log | tail -20; echo \"mvn_ms=$(( (e - s) / 1000000 ))\";"
+                        + " $JAVA_HOME/bin/java -cp target/classes:$(find /workspace/mvn/m2 -name 'commons-lang3-*.jar' | head -1) demo.Main; exit $rc",
                 Map.of("JAVA_HOME", javaHome, "MAVEN_OPTS", opts.replace("TRUST", "/workspace/mvn/cacerts")), 900);
         assertEquals(0, r.exitCode(), r.toString());
+        assertTrue(r.stdout().contains("Tests run: 1, Failures: 0, Errors: 0, Skipped: 0") && r.stdout().contains("BUILD SUCCESS"), r.toString());
         assertTrue(r.stdout().trim().endsWith("Hello from Berth"), r.toString());
         assertTrue(r.egressDenied().isEmpty(), r.egressDenied().toString());
-        report("mvn compile (plugins and commons-lang3 from an empty local repository)", figure(r.stdout(), "mvn_ms"), host.ms());
+        report("mvn test of java-app (plugins, commons-lang3 and JUnit from an empty local repository)", figure(r.stdout(), "mvn_ms"), host.ms());
     }
 
     @Test
     @Order(4)
-    void pipInstall_fromALocalIndexOnAnInternalHost_throughThePypiRule() throws Exception {
-        String pip = "/usr/bin/python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target ";
-        Path hostSite = dir.resolve("host-site");
-        Exec host = HostClients.exec(dir, 300, Map.of("PIP_BREAK_SYSTEM_PACKAGES", "1"), "sh", "-c", pip + hostSite
-                + " --index-url https://" + index.address + ":" + NetnsHttpServer.PORT + "/simple/ --trusted-host " + index.address + " berth-greet");
+    void pipInstall_fromALocalIndexOnAnInternalHost_throughThePypiRule_packageTestsPass() throws Exception {
+        String pip = "/usr/bin/python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target site -r requirements.txt";
+        String unittest = "PYTHONPATH=site:. /usr/bin/python3 -m unittest discover -s tests -t . 2>&1 | tail -3";
+        Path hostApp = dir.resolve("host-py");
+        Corpus.copy("py-app", hostApp);
+        Exec host = HostClients.exec(hostApp, 300, Map.of("PIP_BREAK_SYSTEM_PACKAGES", "1"), "sh", "-c", pip
+                + " --index-url https://" + index.address + ":" + NetnsHttpServer.PORT + "/simple/ --trusted-host " + index.address);
         assertEquals(0, host.rc(), host.out());
+        Exec hostTests = HostClients.exec(hostApp, 300, Map.of(), "sh", "-c", unittest);
 
-        RunResult r = sh("s=$(date +%s%N); " + pip + "/workspace/site --index-url https://" + INDEX_HOST + ":" + NetnsHttpServer.PORT
-                        + "/simple/ berth-greet 2>&1; e=$(date +%s%N); echo \"pip_ms=$(( (e - s) / 1000000 ))\";"
-                        + " PYTHONPATH=/workspace/site /usr/bin/python3 -c 'import berth_greet; print(berth_greet.greet())'",
+        Corpus.upload(engine, ws, "py-app", "/workspace/py");
+        RunResult r = sh("cd /workspace/py && s=$(date +%s%N); " + pip + " --index-url https://" + INDEX_HOST + ":" + NetnsHttpServer.PORT
+                        + "/simple/ 2>&1; e=$(date +%s%N); echo \"pip_ms=$(( (e - s) / 1000000 ))\";"
+                        + " s=$(date +%s%N); " + unittest + "; e=$(date +%s%N); echo \"unittest_ms=$(( (e - s) / 1000000 ))\";"
+                        + " PYTHONPATH=site /usr/bin/python3 -c 'import berth_greet; print(berth_greet.greet())'",
                 Map.of("PIP_BREAK_SYSTEM_PACKAGES", "1"), 300);
         assertEquals(0, r.exitCode(), r.toString());
+        assertTrue(r.stdout().contains("Ran 2 tests") && r.stdout().contains("\nOK\n"), "py-app's unittest suite: " + r);
         assertTrue(r.stdout().trim().endsWith("hello from berth-greet 1.0.0 with berth-util 1.0.0"), r.toString());
         assertTrue(r.egressFiltered().toString().contains("berth-greet 2.0.0 was published " + FRESH + ", less than 7 days ago"), r.toString());
-        report("pip install of 2 wheels from a local index", figure(r.stdout(), "pip_ms"), host.ms());
+        report("pip install of py-app's requirements (2 wheels) from a local index", figure(r.stdout(), "pip_ms"), host.ms());
+        report("python3 -m unittest (py-app's suite)", figure(r.stdout(), "unittest_ms"), hostTests.ms());
+    }
+
+    @Test
+    @Order(5)
+    void goTest_vendoredModule_buildsAndPassesOffline() throws Exception {
+        skipUnless(Files.isExecutable(Path.of("/usr/bin/go")), "no Debian golang on the host (/usr/bin/go)");
+        String go = "go test -count=1 ./... 2>&1 | tail -5";
+        Path hostApp = dir.resolve("host-go/app");
+        Corpus.copy("go-app", hostApp);
+        Path hostGo = hostApp.getParent();
+        Exec host = HostClients.exec(hostApp, 600, Map.of("GOFLAGS", "-mod=vendor", "GOPROXY", "off", "GOCACHE", hostGo.resolve("cache").toString(),
+                "GOPATH", hostGo.resolve("path").toString(), "HOME", hostGo.toString()), "sh", "-c", go);
+        assertEquals(0, host.rc(), host.out());
+
+        Corpus.upload(engine, ws, "go-app", "/workspace/go/app");
+        RunResult r = sh("cd /workspace/go/app && s=$(date +%s%N); " + go + "; e=$(date +%s%N); echo \"go_ms=$(( (e - s) / 1000000 ))\"",
+                Map.of("GOFLAGS", "-mod=vendor", "GOPROXY", "off", "GOCACHE", "/workspace/go/cache", "GOPATH", "/workspace/go/path",
+                        "HOME", "/workspace/go"), 600);
+        assertEquals(0, r.exitCode(), r.toString());
+        assertTrue(r.stdout().startsWith("ok  \texample.org/berth/goapp"), r.toString());
+        report("go test of go-app (vendored; an empty build cache)", figure(r.stdout(), "go_ms"), host.ms());
     }
 }
