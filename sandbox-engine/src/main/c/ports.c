@@ -279,8 +279,12 @@ void ports_poll_handle(struct pollfd *pfd, int n) {
                     continue;
                 }
             }
-            if (err) {
-                send_error(p->chan, err, "connect to %s:%u: %s", p->v6 ? "[::1]" : "127.0.0.1", p->port, strerror(err));
+            if (err && p->v6) {
+                /* 127.0.0.1 refused and [::1] failed too: nothing listens, whatever ::1 said */
+                send_error(p->chan, ECONNREFUSED, "connect to 127.0.0.1:%u: %s ([::1]: %s)", p->port, strerror(ECONNREFUSED), strerror(err));
+                ps_free(p);
+            } else if (err) {
+                send_error(p->chan, err, "connect to 127.0.0.1:%u: %s", p->port, strerror(err));
                 ps_free(p);
             } else {
                 opened(p);
