@@ -1,6 +1,7 @@
 /*
- * Inbound port streams (PORT_OPEN): the host asks the agent to connect to 127.0.0.1:<port> inside the sandbox and
- * carries the bytes of one connection (a preview of a dev server) on a host channel. Framing as for egress tunnels
+ * Inbound port streams (PORT_OPEN): the host asks the agent to connect to 127.0.0.1:<port> inside the sandbox (then
+ * [::1]:<port> when nothing listens there: a server told to listen on "localhost" binds ::1 alone where the name
+ * resolves to ::1 first, as Node 17+ does with the workspace's /etc/hosts) and carries the bytes of one connection (a preview of a dev server) on a host channel. Framing as for egress tunnels
  * (DATA, CLOSE, RESET); flow control with WINDOW credits in both directions, so neither side buffers more than
  * PORT_WINDOW bytes per stream when the other end does not read.
  */
@@ -21,6 +22,8 @@ struct pstream {
     uint32_t chan;
     int fd;
     int connecting;    /* non-blocking connect in progress: OPENED or ERROR not sent yet */
+    int v6;            /* connecting to [::1] after 127.0.0.1 refused */
+    uint16_t port;
     struct buf out;    /* host DATA not yet written to the app */
     uint32_t credit;   /* bytes we may still send to the host as DATA (host grants more with WINDOW) */
     int host_closed;   /* CLOSE from host: shut the app socket's write side once `out` is flushed */
@@ -112,6 +115,31 @@ static void opened(struct pstream *p) {
     send_frame(T_PORT_OPENED, p->chan, NULL, 0);
 }
 
+/*
+ * Starts a non-blocking connection to the loopback address (127.0.0.1, or ::1 with `v6`) on `port`. Returns 0 when
+ * connected, 1 when in progress (*fd set either way), or -errno with no socket left open.
+ */
+static int loopback_connect(uint16_t port, int v6, int *fd) {
+    int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0) return -errno;
+    int rc;
+    if (v6) {
+        struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+        rc = connect(s, (struct sockaddr *)&sa, sizeof sa);
+    } else {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        rc = connect(s, (struct sockaddr *)&sa, sizeof sa);
+    }
+    if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
+        int e = errno;
+        close(s);
+        return -e;
+    }
+    *fd = s;
+    return rc == 0 ? 0 : 1;
+}
+
 static int open_stream(uint32_t chan, struct rd *r) {
     uint16_t port;
     if (rd_u16(r, &port) < 0 || rd_left(r) != 0) {
@@ -126,18 +154,17 @@ static int open_stream(uint32_t chan, struct rd *r) {
         send_error(chan, EAGAIN, "%d port streams are open already", MAX_PORT_STREAMS);
         return 0;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        send_error(chan, errno, "socket: %s", strerror(errno));
-        return 0;
+    int fd = -1, v6 = 0;
+    int rc = loopback_connect(port, 0, &fd);
+    if (rc == -ECONNREFUSED) {
+        int rc6 = loopback_connect(port, 1, &fd); /* a sandbox without IPv6 loopback keeps the refusal */
+        if (rc6 >= 0) {
+            rc = rc6;
+            v6 = 1;
+        }
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
-        int e = errno;
-        close(fd);
-        send_error(chan, e, "connect to 127.0.0.1:%u: %s", port, strerror(e));
+    if (rc < 0) {
+        send_error(chan, -rc, "connect to 127.0.0.1:%u: %s", port, strerror(-rc));
         return 0;
     }
     struct pstream *p = calloc(1, sizeof *p);
@@ -151,6 +178,8 @@ static int open_stream(uint32_t chan, struct rd *r) {
     p->idx = -1;
     p->credit = PORT_WINDOW;
     p->connecting = 1;
+    p->v6 = v6;
+    p->port = port;
     p->next = g_ps;
     g_ps = p;
     g_nps++;
@@ -238,8 +267,24 @@ void ports_poll_handle(struct pollfd *pfd, int n) {
             int err = 0;
             socklen_t el = sizeof err;
             if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
-            if (err) {
-                send_error(p->chan, err, "connect: %s", strerror(err));
+            if (err == ECONNREFUSED && !p->v6) {
+                /* nothing on 127.0.0.1: try [::1]; a sandbox without IPv6 loopback keeps the refusal */
+                int fd = -1;
+                int rc = loopback_connect(p->port, 1, &fd);
+                if (rc >= 0) {
+                    close(p->fd);
+                    p->fd = fd;
+                    p->v6 = 1;
+                    if (rc == 0) opened(p);
+                    continue;
+                }
+            }
+            if (err && p->v6) {
+                /* 127.0.0.1 refused and [::1] failed too: nothing listens, whatever ::1 said */
+                send_error(p->chan, ECONNREFUSED, "connect to 127.0.0.1:%u: %s ([::1]: %s)", p->port, strerror(ECONNREFUSED), strerror(err));
+                ps_free(p);
+            } else if (err) {
+                send_error(p->chan, err, "connect to 127.0.0.1:%u: %s", p->port, strerror(err));
                 ps_free(p);
             } else {
                 opened(p);

@@ -144,6 +144,7 @@ class RegistryHardeningTest {
             "/leftish/-/leftish-1.1.0.tgz%0d%0aX-Evil:%201 | the path has an escaped control character %0D",
             "/leftish/-/leftish-1.1.0%00.tgz      | the path has an escaped control character %00",
             "/leftish/-/leftish-1.1.0.tgz%zz      | the path has a malformed escape at offset 28",
+            "/leftish/-/leftish%252D1.1.0.tgz     | the path has a double-encoded escape %252D",
     })
     void nonCanonicalSpellingOfAFreshTarball_refusedWithReason_neverReachesTheUpstream(String target, String why) throws Exception {
         Harness.Response r = get("npm.h.test", target);
@@ -183,6 +184,16 @@ class RegistryHardeningTest {
         assertEquals(403, r.status(), r.body());
         assertTrue(r.header("X-Berth-Denial").startsWith("git host 'git.h.test' accepts pushes from workspaces only to org/ok"),
                 r.header("X-Berth-Denial"));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"POST, /org/repo.git/git%252Dreceive%252Dpack", "GET,  /org/repo.git/info%252Frefs?service=git-receive-pack"})
+    void gitPush_doubleEncodedPath_refusedAsNonCanonical_neverReachesTheUpstream(String method, String target) throws Exception {
+        Harness.Response r = request(listener, method, "git.h.test", target);
+        assertEquals(403, r.status(), r.body());
+        assertTrue(r.header("X-Berth-Denial").contains("refuse a non-canonical request target: the path has a double-encoded escape %25"),
+                r.header("X-Berth-Denial"));
+        assertFalse(seen.stream().anyMatch(x -> x.contains("%25")), "a double-encoded path reached the upstream: " + seen);
     }
 
     @Test

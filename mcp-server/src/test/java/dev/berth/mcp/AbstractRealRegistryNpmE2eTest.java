@@ -39,9 +39,22 @@ import tools.jackson.databind.JsonNode;
 abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest {
     /** The top-level dependency: jest's tree is about 270 packages. */
     static final String DEPENDENCIES = "{\"jest\":\"29.7.0\"}";
-    static final String PACKAGE_JSON = "{\"name\":\"app\",\"version\":\"1.0.0\",\"private\":true,\"dependencies\":" + DEPENDENCIES + "}";
     /** Least number of packages the lockfile must hold for the test to mean "a realistic tree". */
     static final int MIN_PACKAGES = 150;
+
+    /** The app's dependencies (a level under emulation may take a smaller tree), and the least size of its tree. */
+    String dependencies() { return DEPENDENCIES; }
+
+    int minPackages() { return MIN_PACKAGES; }
+
+    /** Checks the tree's one runnable tool: the command's output must hold {@link #toolVersion()}. */
+    String toolCheck() { return "test -x node_modules/.bin/jest && node_modules/.bin/jest --version"; }
+
+    String toolVersion() { return "29.7.0"; }
+
+    String packageJson() {
+        return "{\"name\":\"app\",\"version\":\"1.0.0\",\"private\":true,\"dependencies\":" + dependencies() + "}";
+    }
 
     String registry;
     /** The host npm's {@code cafile} (the machine's trust, which may hold a CA of its own egress), or null. */
@@ -54,7 +67,7 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
     void start() throws Exception {
         prepare("real-npm");
         Path host = Files.createDirectories(dir.resolve("host-app"));
-        Files.writeString(host.resolve("package.json"), PACKAGE_JSON);
+        Files.writeString(host.resolve("package.json"), packageJson());
         Exec cfg = exec(host, 60, "npm", "config", "get", "registry");
         assumeTrue(cfg.rc == 0, "no npm on the host: " + cfg.out);
         registry = cfg.out.strip();
@@ -77,7 +90,7 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
                 + lock.rc + "): " + lock.out);
         lockfile = Files.readString(host.resolve("package-lock.json"));
         packages = (int) Arrays.stream(lockfile.split("\"node_modules/", -1)).count() - 1;
-        assertTrue(packages >= MIN_PACKAGES, "the generated lockfile holds " + packages + " packages");
+        assertTrue(packages >= minPackages(), "the generated lockfile holds " + packages + " packages");
 
         // the bare host, with an empty cache: the baseline the workspace's time is set against
         long t0 = System.nanoTime();
@@ -106,7 +119,7 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
     @Test
     void npmCi_realLockfileFromTheRealRegistry_installsThroughTheProxy() throws Exception {
         String ws = ok("open_workspace", level().open(Map.of())).path("workspace").asString();
-        ok("write_file", Map.of("workspace", ws, "path", "app/package.json", "content", PACKAGE_JSON));
+        ok("write_file", Map.of("workspace", ws, "path", "app/package.json", "content", packageJson()));
         ok("write_file", Map.of("workspace", ws, "path", "app/package-lock.json", "content", lockfile));
         // the host npm's trust goes along: a microVM's image has Debian's public roots only, not the machine's own CA
         String trust = "";
@@ -121,20 +134,35 @@ abstract class AbstractRealRegistryNpmE2eTest extends AbstractRealClientE2eTest 
                 "cd app && s=$(date +%s%N); env -u NO_PROXY -u no_proxy HOME=/workspace npm ci --no-audit --no-fund --loglevel=error 2>&1;"
                         + " rc=$?; e=$(date +%s%N); echo \"npm_ci_ms=$(( (e - s) / 1000000 ))\";"
                         + " echo \"top_level=$(ls node_modules | wc -l)\";"
-                        + " test -x node_modules/.bin/jest && node_modules/.bin/jest --version; exit $rc"), 1_900_000);
+                        + " " + toolCheck() + "; exit $rc"), 1_900_000);
         long callMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         SchemaCheck.assertValid("run", r);
         results.add(r.toString());
         String out = r.path("stdout").asString();
         System.out.println("[real-npm] run result: " + r);
-        assertEquals(0, r.path("exit_code").asInt(), r.toString());
+        assertEquals(0, r.path("exit_code").asInt(), () -> r + "\negress records that did not end complete:\n" + unfinishedEgress());
         String denied = r.path("egress_denied").toString();
         assertFalse(denied.contains("per second"), "the connection-rate shaping refused setups: " + denied);
         assertFalse(denied.contains("quota"), "a byte quota refused egress: " + denied);
-        assertTrue(out.contains("29.7.0"), "jest is not runnable from node_modules: " + r);
+        assertTrue(out.contains(toolVersion()), "the tree's tool is not runnable from node_modules: " + r);
         long wsMs = Long.parseLong(out.lines().filter(l -> l.startsWith("npm_ci_ms=")).findFirst().orElseThrow().substring(10));
+        System.out.println("[real-npm] egress records that did not end complete: " + unfinishedEgress());
         System.out.printf("[real-npm] %s level: npm ci of %d packages: workspace %d ms (tool call %d ms), bare host %d ms, ratio %.2f%n",
                 getClass().getSimpleName(), packages, wsMs, callMs, hostMs, (double) wsMs / hostMs);
+    }
+
+    /** The egress records of the run that did not end complete (their close reasons say how a connection ended). */
+    String unfinishedEgress() {
+        try (var files = Files.list(dir.resolve("home/audit"))) {
+            StringBuilder sb = new StringBuilder();
+            for (Path f : files.filter(p -> p.getFileName().toString().endsWith(".log")).toList()) {
+                Files.readAllLines(f).stream().filter(l -> l.contains("\"type\":\"egress\"") && !l.contains("\"close_reason\":\"complete\""))
+                        .limit(40).forEach(l -> sb.append(l).append('\n'));
+            }
+            return sb.toString();
+        } catch (IOException e) {
+            return e.toString();
+        }
     }
 
     record Exec(int rc, String out) { }

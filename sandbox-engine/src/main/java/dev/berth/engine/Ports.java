@@ -269,8 +269,8 @@ public final class Ports {
             ws.previewClosed();
             if (x.errno() == 111) {
                 throw new EngineException(Kind.UNAVAILABLE, "nothing listens on port " + e.port() + " inside workspace '"
-                        + ws.label() + "' (connection refused); start the server so it listens on 127.0.0.1:" + e.port()
-                        + " or 0.0.0.0:" + e.port(), x);
+                        + ws.label() + "' (connection refused on 127.0.0.1 and ::1); start the server so it listens on 127.0.0.1:" + e.port()
+                        + ", localhost:" + e.port() + " or 0.0.0.0:" + e.port(), x);
             }
             throw new EngineException(Kind.UNAVAILABLE, "could not connect to port " + e.port() + " inside workspace '"
                     + ws.label() + "': " + x.getMessage(), x);

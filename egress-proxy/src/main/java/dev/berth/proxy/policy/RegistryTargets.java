@@ -14,7 +14,9 @@ import java.util.Locale;
  *   <li>refused, with the reason: dot segments ({@code .}, {@code ..}, also escaped), empty segments ({@code //}; a
  *       trailing {@code /} is kept, and the rules check a version path with and without it), escaped separators
  *       ({@code %2F}, {@code %5C}; except npm's {@code @scope%2Fname}), backslashes, escaped control characters
- *       ({@code %0D%0A}, {@code %00}), malformed escapes, fragments, and targets not starting with {@code /}.</li>
+ *       ({@code %0D%0A}, {@code %00}), double-encoded escapes in the path ({@code %25} before two hex digits:
+ *       {@code git%252Dreceive%252Dpack} is a push to a server in front that decodes once more), malformed escapes,
+ *       fragments, and targets not starting with {@code /}.</li>
  * </ul>
  * Stateless.
  */
@@ -61,6 +63,9 @@ public final class RegistryTargets {
             i += 2;
             if (b < 0x20 || b == 0x7f) {
                 throw new NonCanonical("the " + (path ? "path" : "query") + " has an escaped control character " + escape);
+            }
+            if (path && b == '%' && i + 2 < s.length() && hex(s.charAt(i + 1)) >= 0 && hex(s.charAt(i + 2)) >= 0) {
+                throw new NonCanonical("the path has a double-encoded escape " + escape + s.substring(i + 1, i + 3).toUpperCase(Locale.ROOT));
             }
             if (unreserved(b)) {
                 out.append((char) b);

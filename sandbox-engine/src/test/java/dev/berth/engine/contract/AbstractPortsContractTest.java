@@ -52,6 +52,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 public abstract class AbstractPortsContractTest {
     private static final int PORT = 8080;
+    /** A second server, on [::1] only. */
+    private static final int PORT6 = 8081;
     private static final String HELLO = "hello from the guest\n";
 
     private Path home;
@@ -109,6 +111,27 @@ public abstract class AbstractPortsContractTest {
         assertTrue(page.startsWith("HTTP/1.") && page.contains(" 200 ") && page.endsWith(HELLO), page);
         String again = get(e, "/hello.txt");
         assertTrue(again.endsWith(HELLO), "a second stream on the same exposure: " + again);
+    }
+
+    /**
+     * A server that listens on [::1] alone (what "localhost" gives a Node 17+ dev server where the name resolves to ::1
+     * first) is reached: the agent tries ::1 when 127.0.0.1 refuses. Skipped where the level's sandbox has no IPv6
+     * loopback.
+     */
+    @Test
+    @Order(1)
+    void serverOnIpv6LoopbackOnly_reachedThroughTheFallback() throws Exception {
+        RunResult lo6 = engine.run(Tenant.LOCAL, new RunRequest(ws, "grep -q '^0\\{31\\}1 ' /proc/net/if_inet6 2>/dev/null && echo yes",
+                null, null, 60, null, null), OutputListener.NONE);
+        assumeTrue(lo6.stdout().contains("yes"), "no IPv6 loopback in this level's sandbox: " + lo6);
+        engine.startBackground(Tenant.LOCAL, new RunRequest(ws, "exec busybox httpd -f -p '[::1]:" + PORT6 + "' -h /workspace/www",
+                null, null, 3600, null, null));
+        RunResult up = engine.run(Tenant.LOCAL, new RunRequest(ws, "until busybox nc ::1 " + PORT6 + " </dev/null; do sleep 0.1; done;"
+                + " echo up", null, null, 120, null, null), OutputListener.NONE);
+        assertEquals("up\n", up.stdout(), up.toString());
+        PortExposure e = engine.ports().expose(Tenant.LOCAL, ws, PORT6, "link", 600L);
+        String page = PortClient.get(engine, e, "localhost:" + PORT6, "/hello.txt");
+        assertTrue(page.startsWith("HTTP/1.") && page.contains(" 200 ") && page.endsWith(HELLO), page);
     }
 
     @Test
