@@ -96,6 +96,17 @@ public final class EtcdCluster implements AutoCloseable {
 
     public List<URI> endpoints() { return List.copyOf(clientUrls); }
 
+    /** Stops member {@code i} (SIGSTOP): it neither answers nor fails, like a paused or partitioned host. */
+    public void pause(int i) throws IOException, InterruptedException { signal(i, "-STOP"); }
+
+    /** Lets a paused member run again (SIGCONT). */
+    public void resume(int i) throws IOException, InterruptedException { signal(i, "-CONT"); }
+
+    private void signal(int i, String sig) throws IOException, InterruptedException {
+        int rc = new ProcessBuilder("kill", sig, Long.toString(members.get(i).pid())).inheritIO().start().waitFor();
+        if (rc != 0) throw new IOException("kill " + sig + " of etcd member " + i + " failed: " + rc);
+    }
+
     /** The endpoints as etcd's comma-separated list (for config files). */
     public String endpointList() { return String.join(",", clientUrls.stream().map(URI::toString).toList()); }
 

@@ -27,6 +27,9 @@ public final class Main implements Backend {
     public int http(Options opts) throws Exception { return ServeHttp.run(opts); }
 
     @Override
+    public int node(Options opts) throws Exception { return ServeHttp.run(opts, true); }
+
+    @Override
     public int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
         return BuildImage.run(opts, recipe, name, stepTimeoutSeconds, out, err);
     }

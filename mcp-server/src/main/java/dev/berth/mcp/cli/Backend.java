@@ -17,6 +17,9 @@ public interface Backend {
     /** {@code berth http}: serves until SIGTERM/SIGINT; returns the exit status. */
     int http(Options opts) throws Exception;
 
+    /** {@code berth node}: {@code berth http} as a member of the fleet its config's {@code fleet} section names. */
+    int node(Options opts) throws Exception;
+
     /** {@code berth image build}: builds {@code recipe} as image {@code name}; returns the exit status. */
     int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err);
 
