@@ -67,16 +67,7 @@ public final class NodeMembership implements AutoCloseable {
         }
         if (!r.succeeded()) {
             revokeQuietly(store, lease);
-            String holder = r.gets().getFirst().map(kv -> {
-                try {
-                    return NodeOffer.parse(kv.value()).address();
-                } catch (RuntimeException e) {
-                    return "?";
-                }
-            }).orElse("?");
-            throw new JoinRefused("node id '" + first.id() + "' is already live in the fleet (registered by " + holder
-                    + " in " + store.describe() + "); stop that node, wait for its lease to expire (at most " + ttl.toSeconds()
-                    + " s after it stopped), or choose another fleet.node_id");
+            throw refused(first.id(), r.gets().getFirst().orElse(new FleetStore.KeyValue(key, new byte[0], 0, 0, 0, 0)), store, ttl);
         }
         NodeMembership m = new NodeMembership(store, keys, first.id(), lease, ttl, offers, onFence, clock);
         m.renewer.start();
@@ -84,6 +75,27 @@ public final class NodeMembership implements AutoCloseable {
         LOG.log(System.Logger.Level.INFO, "joined the fleet as " + first.id() + " (lease " + Long.toHexString(lease) + ", ttl "
                 + ttl.toSeconds() + " s, " + store.describe() + ")");
         return m;
+    }
+
+    /**
+     * Refuses early, before a node spends its start on an engine: an unreachable etcd (FleetStoreException) or a node id
+     * live now (JoinRefused). Advisory: {@link #join}'s transaction is what keeps two nodes from one id.
+     */
+    public static void precheck(FleetStore store, FleetKeys keys, String nodeId, Duration ttl) {
+        var live = store.get(keys.node(nodeId));
+        if (live.isPresent()) throw refused(nodeId, live.get(), store, ttl);
+    }
+
+    private static JoinRefused refused(String id, FleetStore.KeyValue kv, FleetStore store, Duration ttl) {
+        String holder;
+        try {
+            holder = NodeOffer.parse(kv.value()).address();
+        } catch (RuntimeException e) {
+            holder = "?";
+        }
+        return new JoinRefused("node id '" + id + "' is already live in the fleet (registered by " + holder + " in " + store.describe()
+                + "); stop that node, wait for its lease to expire (at most " + ttl.toSeconds() + " s after it stopped), or choose"
+                + " another fleet.node_id");
     }
 
     public String nodeId() { return nodeId; }

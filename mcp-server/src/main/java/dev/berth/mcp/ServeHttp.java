@@ -49,6 +49,14 @@ final class ServeHttp {
             System.err.println("berth: node needs a fleet section in " + opts.config() + " (etcd endpoints, node_id; docs/operator-config.md)");
             return 2;
         }
+        if (config.fleet() != null) {
+            try {
+                dev.berth.mcp.fleet.FleetNode.precheck(config.fleet());
+            } catch (RuntimeException e) {
+                System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
+                return 1;
+            }
+        }
         if (!"text".equals(System.getenv("BERTH_LOG_FORMAT"))) JsonLogFormatter.install();
         var meters = new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
         new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(meters);

@@ -52,6 +52,13 @@ public final class FleetNode implements AutoCloseable {
         }
     }
 
+    /** Refuses before the engine starts: etcd unreachable, or this node id live elsewhere (see NodeMembership#precheck). */
+    public static void precheck(FleetConfig config) {
+        try (FleetStore store = new EtcdStore(config.etcd())) {
+            NodeMembership.precheck(store, new FleetKeys(config.prefix()), config.nodeId(), config.leaseTtl());
+        }
+    }
+
     public String nodeId() { return membership.nodeId(); }
 
     public boolean fenced() { return membership.fenced(); }
