@@ -171,6 +171,7 @@ public final class NodeMembership implements AutoCloseable {
     /** Leaves the fleet: stops renewing and revokes the lease (the registration goes with it). */
     @Override
     public void close() {
+        if (closed) return;
         closed = true;
         renewer.interrupt();
         watchdog.interrupt();

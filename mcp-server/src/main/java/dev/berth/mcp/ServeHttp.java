@@ -95,7 +95,7 @@ final class ServeHttp {
         CountDownLatch stopped = new CountDownLatch(1);
         StopSignals signals = StopSignals.install(engine);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            if (fleetRef[0] != null) fleetRef[0].close(); // leave first: no call is routed here while the rest stops
+            if (fleetRef[0] != null) fleetRef[0].leave(); // leave first: no call is routed here while the rest stops
             if (home != null) home.close();
             streamableServer.closeGracefully();
             sseServer.closeGracefully();
@@ -103,10 +103,23 @@ final class ServeHttp {
             http.close();
             var report = engine.stop();
             if (report != null) System.err.println("berth: stopping: " + report.line());
+            if (fleetRef[0] != null) fleetRef[0].close(); // after the engine: deleted ephemeral workspaces were released
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             signals.awaitFastPath();
             stopped.countDown();
         }, "berth-shutdown"));
+        // joined before listening, so the engine admits no workspace past the fleet's names and quotas; left first at stop
+        if (config.fleet() != null) {
+            try {
+                fleetRef[0] = dev.berth.mcp.fleet.FleetNode.join(config.fleet(), engine,
+                        () -> config.tenants().keySet().stream().mapToInt(t -> engine.list(config.tenant(t)).size()).sum());
+            } catch (RuntimeException e) {
+                System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
+                return 1;
+            }
+            System.err.println("berth " + cmd + ": joined the fleet as node '" + config.fleet().nodeId() + "' (advertised at "
+                    + config.fleet().advertise() + ")");
+        }
         try {
             http.start();
         } catch (org.apache.catalina.LifecycleException e) {
@@ -143,17 +156,6 @@ final class ServeHttp {
             System.err.println("berth: warning: listening on " + config.http().bind() + " over plain HTTP: bearer tokens cross the"
                     + " network in clear. Put TLS in front and set http.public_url to its https:// URL (and http.allowed_hosts"
                     + " to the names clients use)");
-        }
-        if (config.fleet() != null) {
-            try {
-                fleetRef[0] = dev.berth.mcp.fleet.FleetNode.join(config.fleet(), engine,
-                        () -> config.tenants().keySet().stream().mapToInt(t -> engine.list(config.tenant(t)).size()).sum());
-            } catch (RuntimeException e) {
-                System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
-                return 1;
-            }
-            System.err.println("berth " + cmd + ": joined the fleet as node '" + config.fleet().nodeId() + "' (advertised at "
-                    + config.fleet().advertise() + ")");
         }
         System.err.println("berth http listening on " + config.http().bind() + ":" + port + " (Streamable HTTP "
                 + HttpServer.MCP + ", legacy SSE " + HttpServer.SSE + "; public URL " + config.http().publicUrl() + ")");

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class FleetE2eTest {
-    static final String TOKEN_SHA = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
+    static final String TOKEN = "fleet-e2e-token-of-tenant-a";
     @TempDir
     static Path dir;
     private EtcdCluster etcd;
@@ -46,7 +46,8 @@ class FleetE2eTest {
     private BerthHttp n2;
 
     String config(String nodeId, String endpoints, int ttl) {
-        return "{\"auth\": {\"tokens\": [{\"tenant\": \"a\", \"sha256\": \"" + TOKEN_SHA + "\"}]}, \"tenants\": {\"a\": {}},"
+        return "{\"auth\": {\"tokens\": [{\"tenant\": \"a\", \"sha256\": \"" + sha256(TOKEN) + "\"}]},"
+                + " \"tenants\": {\"a\": {\"quota\": {\"workspaces\": 2}}},"
                 + " \"pool\": {\"size\": 0}, \"http\": {\"allowed_hosts\": [\"127.0.0.2:*\", \"127.0.0.3:*\", \"127.0.0.4:*\"]},"
                 + " \"fleet\": {\"endpoints\": [" + endpoints + "], \"node_id\": \"" + nodeId + "\", \"labels\": {\"zone\": \"z-" + nodeId + "\"},"
                 + " \"internal_credential_file\": \"" + dir.resolve("node.secret") + "\", \"lease_ttl_s\": " + ttl
@@ -127,6 +128,80 @@ class FleetE2eTest {
 
     @Test
     @Order(4)
+    void namesAndQuotas_holdAcrossNodes() throws Exception {
+        try (var c1 = new Mcp(n1); var c2 = new Mcp(n2)) {
+            String proj = id(c1.call("open_workspace", "{\"name\": \"proj\"}"));
+            String taken = c2.call("open_workspace", "{\"name\": \"proj\"}");
+            assertTrue(taken.contains("\"isError\":true") && taken.contains("workspace name 'proj' is taken in tenant 'a' across the fleet (by "
+                    + proj + " on node n1)"), taken);
+            String other = id(c2.call("open_workspace", "{}"));
+            // n1 holds one of the tenant's 2 workspaces, n2 the other: n1's own count (1) would allow a second
+            String over = c1.call("open_workspace", "{}");
+            assertTrue(over.contains("\"isError\":true") && over.contains("quota of tenant 'a' across the fleet: workspaces: 2 of 2 in use, 1 more asked"), over);
+            assertTrue(c2.call("close_workspace", "{\"workspace\": \"" + other + "\", \"delete\": true}").contains("\"isError\":false"));
+            String again = id(c1.call("open_workspace", "{}"));
+            for (String ws : List.of(proj, again)) {
+                assertTrue(c1.call("close_workspace", "{\"workspace\": \"" + ws + "\", \"delete\": true}").contains("\"isError\":false"));
+            }
+        }
+        assertEquals(List.of(), store.range(keys.workspaces()), "every closed workspace released its record");
+        assertEquals(0, new dev.berth.fleet.TenantLedger(store, keys, java.time.Clock.systemUTC()).usage("a").workspaces());
+    }
+
+    private static String id(String result) {
+        var m = java.util.regex.Pattern.compile("\"workspace\":\"(ws-[0-9a-f]+)\"").matcher(result);
+        assertTrue(m.find() && !result.contains("\"isError\":true"), result);
+        return m.group(1);
+    }
+
+    static String sha256(String s) {
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A minimal Streamable HTTP client session for tenant a on one node: initialize, then tools/call; each result's JSON. */
+    static final class Mcp implements AutoCloseable {
+        private final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        private final BerthHttp node;
+        private final String session;
+        private int next = 2;
+
+        Mcp(BerthHttp node) throws Exception {
+            this.node = node;
+            var init = post(null, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                    + "\"capabilities\":{},\"clientInfo\":{\"name\":\"fleet-e2e\",\"version\":\"1\"}}}");
+            this.session = init.headers().firstValue("Mcp-Session-Id").orElseThrow(() -> new AssertionError(init.body()));
+            post(session, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        }
+
+        String call(String tool, String args) throws Exception {
+            var r = post(session, "{\"jsonrpc\":\"2.0\",\"id\":" + next++ + ",\"method\":\"tools/call\",\"params\":{\"name\":\"" + tool
+                    + "\",\"arguments\":" + args + "}}");
+            String body = r.body();
+            // an SSE answer: the last data line is the JSON-RPC response
+            String json = body.lines().filter(l -> l.startsWith("data:")).reduce((a, b) -> b).map(l -> l.substring(5).strip()).orElse(body);
+            return json.replace("\": ", "\":");
+        }
+
+        private java.net.http.HttpResponse<String> post(String session, String body) throws Exception {
+            var b = java.net.http.HttpRequest.newBuilder(java.net.URI.create(node.url("/mcp"))).timeout(java.time.Duration.ofSeconds(120))
+                    .header("Authorization", "Bearer " + TOKEN).header("Content-Type", "application/json")
+                    .header("Accept", "application/json, text/event-stream").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+            if (session != null) b.header("Mcp-Session-Id", session);
+            return http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        }
+
+        @Override
+        public void close() {
+            http.close();
+        }
+    }
+
+    @Test
+    @Order(5)
     void kill9_registrationExpiresWithTheLease_othersUndisturbed() throws Exception {
         n2.process.destroyForcibly(); // SIGKILL: no leave, the lease runs out
         long killed = System.nanoTime();

@@ -20,7 +20,8 @@ import java.util.function.IntSupplier;
 /**
  * A {@code berth http} / {@code berth node} process as a member of the fleet its operator config names: the etcd
  * store, the membership under a lease, and the offer this node registers (what its engine can run and has free),
- * refreshed with the lease. Built only when the config has a {@code fleet} section; without one nothing here runs.
+ * refreshed with the lease, and the engine's admission of new workspaces against the tenant's fleet-wide names and
+ * quotas ({@link FleetAdmission}). Built only when the config has a {@code fleet} section; without one nothing here runs.
  * Owns the store and the membership; {@link #close} leaves the fleet.
  */
 public final class FleetNode implements AutoCloseable {
@@ -45,6 +46,8 @@ public final class FleetNode implements AutoCloseable {
             NodeMembership m = NodeMembership.join(store, new FleetKeys(config.prefix()), config.leaseTtl(),
                     () -> offer(config, engine, liveWorkspaces.getAsInt(), qemu, cpu),
                     why -> LOG.log(System.Logger.Level.ERROR, "this node fenced itself: " + why), Clock.systemUTC());
+            engine.setAdmission(new FleetAdmission(new dev.berth.fleet.TenantLedger(store, new FleetKeys(config.prefix()), Clock.systemUTC()),
+                    config.nodeId()));
             return new FleetNode(store, m);
         } catch (RuntimeException e) {
             store.close();
@@ -120,7 +123,12 @@ public final class FleetNode implements AutoCloseable {
         }
     }
 
-    /** Leaves the fleet (the lease is revoked: the registration goes at once, not at expiry). */
+    /** Leaves the fleet (the lease is revoked: the registration goes at once, not at expiry); the store stays open. */
+    public void leave() {
+        membership.close();
+    }
+
+    /** Leaves (if not yet) and closes the store: after the engine has stopped and released what it deleted. */
     @Override
     public void close() {
         membership.close();
