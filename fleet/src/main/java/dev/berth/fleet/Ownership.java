@@ -86,6 +86,24 @@ public final class Ownership {
         return marked;
     }
 
+    /**
+     * A node back after being lost takes up what it still owns: each of its workspaces marked {@code recovered} at an
+     * epoch nobody moved becomes {@code state} again (what its engine recovered, "parked"); returns how many.
+     */
+    public int returnOf(String node, String state) {
+        int n = 0;
+        for (WorkspaceRecord r : all()) {
+            if (!node.equals(r.owner()) || !"recovered".equals(r.state())) continue;
+            try {
+                transition(r.id(), node, r.epoch(), state);
+                n++;
+            } catch (Stale e) {
+                // claimed meanwhile: it is no longer this node's
+            }
+        }
+        return n;
+    }
+
     private boolean cas(FleetStore.KeyValue seen, WorkspaceRecord next) {
         return store.txn(Txn.when(new Txn.ModRevision(seen.key(), seen.modRevision()))
                 .then(new Txn.Put(seen.key(), next.json(), 0))).succeeded();

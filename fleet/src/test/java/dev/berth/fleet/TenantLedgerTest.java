@@ -148,4 +148,24 @@ class TenantLedgerTest {
         assertEquals("n-lost", l1.owner(), "still its owner: it comes back when the node returns");
         assertEquals("open", own.get("ws-l3").orElseThrow().state());
     }
+
+    @Test
+    void watcher_nodeRegistrationExpires_itsWorkspacesMarked() throws Exception {
+        var watchKeys = new FleetKeys(keys.prefix() + "watch/");
+        var ledger = new TenantLedger(a, watchKeys, Clock.systemUTC());
+        long lease = a.grantLease(2);
+        a.put(watchKeys.node("n-short"), NodeMembershipTest.offer("n-short", "http://127.0.0.7:1").json(), lease);
+        ledger.reserve("t-w", "ws-w1", null, "n-short", "namespace", 1, 512, 0, TenantLedger.Usage.UNLIMITED);
+        ledger.reserve("t-w", "ws-w0", null, "n-never", "namespace", 1, 512, 0, TenantLedger.Usage.UNLIMITED);
+        try (var w = new NodeLossWatcher(b, watchKeys, Clock.systemUTC()).start()) {
+            var own = new Ownership(a, watchKeys, Clock.systemUTC());
+            assertEquals("recovered", own.get("ws-w0").orElseThrow().state(), "the start sweep marks an owner with no registration");
+            assertEquals("open", own.get("ws-w1").orElseThrow().state());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!"recovered".equals(own.get("ws-w1").orElseThrow().state()) && System.nanoTime() < deadline) Thread.sleep(50);
+            var r = own.get("ws-w1").orElseThrow();
+            assertEquals("recovered", r.state(), "marked when n-short's 2 s lease expired");
+            assertTrue(r.recovered().startsWith("node lost at 20"), r.recovered());
+        }
+    }
 }

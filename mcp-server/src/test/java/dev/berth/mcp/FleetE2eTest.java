@@ -86,7 +86,7 @@ class FleetE2eTest {
             n1.close();
             assertTrue(store.get(keys.node("n1")).isEmpty(), "a node stopped by SIGTERM leaves at once (its lease revoked)");
         }
-        if (n2 != null) n2.process.destroyForcibly();
+        if (n2 != null) n2.close();
         if (store != null) store.close();
     }
 
@@ -202,15 +202,38 @@ class FleetE2eTest {
 
     @Test
     @Order(5)
-    void kill9_registrationExpiresWithTheLease_othersUndisturbed() throws Exception {
+    void kill9_registrationExpires_itsWorkspacesMarkedByTheOthers_othersUndisturbed() throws Exception {
+        String doomed;
+        try (var c2 = new Mcp(n2)) {
+            doomed = id(c2.call("open_workspace", "{\"name\": \"doomed\"}"));
+        }
+        var own = new dev.berth.fleet.Ownership(store, keys, java.time.Clock.systemUTC());
         n2.process.destroyForcibly(); // SIGKILL: no leave, the lease runs out
         long killed = System.nanoTime();
         long deadline = killed + TimeUnit.SECONDS.toNanos(30);
-        while (store.get(keys.node("n2")).isPresent() && System.nanoTime() < deadline) Thread.sleep(50);
-        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
-        assertTrue(store.get(keys.node("n2")).isEmpty(), "n2's registration must expire with its 3 s lease");
-        System.out.println("[fleet] kill -9 to registration gone: " + ms + " ms (lease ttl 3 s)");
+        long goneMs = -1;
+        while (System.nanoTime() < deadline) {
+            if (goneMs < 0 && store.get(keys.node("n2")).isEmpty()) goneMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
+            if ("recovered".equals(own.get(doomed).orElseThrow().state())) break;
+            Thread.sleep(50);
+        }
+        long markedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
+        var rec = own.get(doomed).orElseThrow();
+        assertEquals("recovered", rec.state(), "n1 marks n2's workspace when n2's 3 s lease expires");
+        assertTrue(rec.recovered().startsWith("node lost at "), rec.recovered());
+        assertEquals("n2", rec.owner(), "still n2's: it comes back when n2 returns");
+        System.out.println("[fleet] kill -9 to registration gone: " + goneMs + " ms, to workspace marked recovered: " + markedMs
+                + " ms (lease ttl 3 s)");
         assertTrue(store.get(keys.node("n1")).isPresent(), "n1 undisturbed");
+        // n2 comes back on the same home: its engine recovers the workspace (parked) and the fleet serves it again
+        n2 = node("n2", "127.0.0.3", 3);
+        assertEquals("parked", own.get(doomed).orElseThrow().state());
+        try (var c2 = new Mcp(n2)) {
+            String ran = c2.call("run", "{\"workspace\": \"doomed\", \"command\": \"true\"}");
+            assertTrue(ran.contains("\"isError\":false"), ran);
+            assertTrue(c2.call("close_workspace", "{\"workspace\": \"doomed\", \"delete\": true}").contains("\"isError\":false"));
+        }
+        assertTrue(own.get(doomed).isEmpty(), "closed: released from the fleet");
     }
 
     record Exit(int code, String out) {}

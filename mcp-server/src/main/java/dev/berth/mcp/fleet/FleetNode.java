@@ -28,10 +28,12 @@ public final class FleetNode implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("berth.fleet");
     private final FleetStore store;
     private final NodeMembership membership;
+    private final dev.berth.fleet.NodeLossWatcher losses;
 
-    private FleetNode(FleetStore store, NodeMembership membership) {
+    private FleetNode(FleetStore store, NodeMembership membership, dev.berth.fleet.NodeLossWatcher losses) {
         this.store = store;
         this.membership = membership;
+        this.losses = losses;
     }
 
     /**
@@ -45,10 +47,13 @@ public final class FleetNode implements AutoCloseable {
         try {
             NodeMembership m = NodeMembership.join(store, new FleetKeys(config.prefix()), config.leaseTtl(),
                     () -> offer(config, engine, liveWorkspaces.getAsInt(), qemu, cpu),
-                    why -> LOG.log(System.Logger.Level.ERROR, "this node fenced itself: " + why), Clock.systemUTC());
+                    FleetNode::fenced, Clock.systemUTC());
             engine.setAdmission(new FleetAdmission(new dev.berth.fleet.TenantLedger(store, new FleetKeys(config.prefix()), Clock.systemUTC()),
                     config.nodeId()));
-            return new FleetNode(store, m);
+            // back after being lost: the persistent workspaces its engine recovered (parked) are served here again
+            int back = new dev.berth.fleet.Ownership(store, new FleetKeys(config.prefix()), Clock.systemUTC()).returnOf(config.nodeId(), "parked");
+            if (back > 0) LOG.log(System.Logger.Level.INFO, back + " workspace(s) of this node, marked lost, are served again (parked)");
+            return new FleetNode(store, m, new dev.berth.fleet.NodeLossWatcher(store, new FleetKeys(config.prefix()), Clock.systemUTC()).start());
         } catch (RuntimeException e) {
             store.close();
             throw e;
@@ -64,7 +69,16 @@ public final class FleetNode implements AutoCloseable {
 
     public String nodeId() { return membership.nodeId(); }
 
-    public boolean fenced() { return membership.fenced(); }
+    /**
+     * Fencing: this node could not renew its lease in time (or lost it), so another node may soon be told it is lost.
+     * It stops serving at once: the process exits (status 3) through its ordinary stop, which closes the listeners and
+     * parks every persistent workspace. A supervisor restarts it; it rejoins once its old lease has expired. From a
+     * thread of its own: the stop waits for the membership's threads, one of which is calling this.
+     */
+    private static void fenced(String why) {
+        System.err.println("berth node: fenced, stopping: " + why);
+        Thread.ofPlatform().name("berth-fenced-exit").start(() -> System.exit(3));
+    }
 
     static NodeOffer offer(FleetConfig config, Engine engine, int live, String qemu, String cpu) {
         List<String> levels = new ArrayList<>();
@@ -125,12 +139,14 @@ public final class FleetNode implements AutoCloseable {
 
     /** Leaves the fleet (the lease is revoked: the registration goes at once, not at expiry); the store stays open. */
     public void leave() {
+        losses.close();
         membership.close();
     }
 
     /** Leaves (if not yet) and closes the store: after the engine has stopped and released what it deleted. */
     @Override
     public void close() {
+        losses.close();
         membership.close();
         store.close();
     }
