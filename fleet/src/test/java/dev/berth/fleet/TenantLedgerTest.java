@@ -168,4 +168,19 @@ class TenantLedgerTest {
             assertTrue(r.recovered().startsWith("node lost at 20"), r.recovered());
         }
     }
+
+    @Test
+    void status_listsLiveNodesAndWorkspacesPerOwner() throws Exception {
+        var statusKeys = new FleetKeys(keys.prefix() + "status/");
+        try (var m = NodeMembership.join(a, statusKeys, java.time.Duration.ofSeconds(30),
+                () -> NodeMembershipTest.offer("n-up", "http://127.0.0.2:8080"), why -> { }, Clock.systemUTC())) {
+            var ledger = new TenantLedger(a, statusKeys, Clock.systemUTC());
+            ledger.reserve("t-s", "ws-s1", null, "n-up", "namespace", 1, 512, 0, TenantLedger.Usage.UNLIMITED);
+            ledger.reserve("t-s", "ws-s2", null, "n-gone", "namespace", 1, 512, 0, TenantLedger.Usage.UNLIMITED);
+            String s = FleetStatus.render(b, statusKeys, Clock.systemUTC());
+            assertTrue(s.contains("1 live node(s), 2 workspace(s)"), s);
+            assertTrue(s.matches("(?s).*\\nn-up +http://127\\.0\\.0\\.2:8080 +namespace +4096 +2 +0 +\\{namespace=1\\} +no .*"), s);
+            assertTrue(s.contains("n-up: {open=1}") && s.contains("n-gone (not live): {open=1}"), s);
+        }
+    }
 }

@@ -30,6 +30,29 @@ public final class Main implements Backend {
     public int node(Options opts) throws Exception { return ServeHttp.run(opts, true); }
 
     @Override
+    public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) {
+        OperatorConfig c;
+        try {
+            c = OperatorConfig.load(config);
+        } catch (OperatorConfig.ConfigException e) {
+            err.println("berth: " + e.getMessage());
+            return 2;
+        }
+        if (c.fleet() == null) {
+            err.println("berth: " + config + " has no fleet section (etcd endpoints, node_id; docs/operator-config.md)");
+            return 2;
+        }
+        try (var store = new dev.berth.fleet.EtcdStore(c.fleet().etcd())) {
+            out.print(dev.berth.fleet.FleetStatus.render(store, new dev.berth.fleet.FleetKeys(c.fleet().prefix()), java.time.Clock.systemUTC()));
+            out.flush();
+            return 0;
+        } catch (dev.berth.fleet.FleetStoreException e) {
+            err.println("berth: fleet status: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    @Override
     public int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
         return BuildImage.run(opts, recipe, name, stepTimeoutSeconds, out, err);
     }

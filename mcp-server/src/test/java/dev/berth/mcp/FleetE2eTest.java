@@ -119,6 +119,20 @@ class FleetE2eTest {
 
     @Test
     @Order(3)
+    void fleetStatus_listsTheLiveNodes() throws Exception {
+        Path cfg = Files.createDirectories(dir.resolve("status")).resolve("berth.json");
+        Files.writeString(cfg, config("n-status", endpoints(), 30));
+        Process p = new ProcessBuilder(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "fleet", "status", "--config", cfg.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("2 live node(s)"), out);
+        assertTrue(out.contains("\nn1 ") && out.contains("http://127.0.0.2:" + n1.port) && out.contains("\nn2 "), out);
+    }
+
+    @Test
+    @Order(3)
     void etcdUnreachable_refusedNamingTheEndpoint_nothingRegistered() throws Exception {
         var r = run("dead", config("n9", "\"http://127.0.0.1:9\"", 30), "127.0.0.4");
         assertEquals(1, r.code, r.out);

@@ -24,7 +24,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
 @Command(name = "berth", mixinStandardHelpOptions = true, versionProvider = Cli.Version.class,
         description = "Isolated workspaces for coding agents, served over MCP.",
         footer = "%nRun 'berth COMMAND --help' for a command's options; exit status 2 is a usage error.",
-        subcommands = {StdioCommand.class, HttpCommand.class, NodeCommand.class, SetupCommand.class, LauncherCommand.class, DoctorCommand.class,
+        subcommands = {StdioCommand.class, HttpCommand.class, NodeCommand.class, FleetCommand.class, SetupCommand.class, LauncherCommand.class, DoctorCommand.class,
                 AuditCommand.class, ImageCommand.class, Cli.VersionCommand.class, CommandLine.HelpCommand.class})
 public final class Cli implements Callable<Integer> {
     final Backend backend;

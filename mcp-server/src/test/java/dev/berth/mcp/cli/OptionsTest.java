@@ -29,6 +29,9 @@ class OptionsTest {
         public int node(Options o) { opts = o; called = "node"; return 0; }
 
         @Override
+        public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) { called = "fleet status " + config; return 0; }
+
+        @Override
         public int buildImage(Options o, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
             opts = o;
             called = "build " + recipe + " " + name + " " + stepTimeoutSeconds;
