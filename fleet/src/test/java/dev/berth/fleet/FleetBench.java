@@ -3,6 +3,7 @@ package dev.berth.fleet;
 import java.time.Clock;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -13,7 +14,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Prints what the fleet costs etcd (not a test: run with {@code mvn -o -pl fleet -Dtest=FleetBench
  * -Dsurefire.failIfNoSpecifiedTests=false verify}, figures in docs/benchmarks.md): store operations and request
  * bytes per fleet open and close (TenantLedger reserve/release, uncontended), and their latency p50/p99 on the real
- * 3-member cluster on loopback.
+ * 3-member cluster on loopback; and the time of one placement over 10 and 100 simulated registrations.
  */
 @ExtendWith(EtcdCluster.Shared.class)
 class FleetBench {
@@ -80,6 +81,20 @@ class FleetBench {
                     n, openOps / (double) n, openBytes / (double) n, pct(open, 50), pct(open, 99));
             System.out.printf("[fleet-bench] %d closes: %.1f store ops and %.0f request bytes per close; p50 %.2f ms p99 %.2f ms%n",
                     n, closeOps / (double) n, closeBytes / (double) n, pct(close, 50), pct(close, 99));
+        }
+    }
+
+    /** Placement time at 10 and 100 simulated registrations (docs/benchmarks.md): printed, not asserted. */
+    @Test
+    void placementTime_10and100Nodes() {
+        for (int size : new int[] {10, 100}) {
+            List<NodeOffer> nodes = new java.util.ArrayList<>();
+            for (int i = 0; i < size; i++) nodes.add(PlacementTest.node("n" + i, List.of("namespace"), 1000 + (i * 37L) % 5000, 4, i % 7, 0, Map.of("zone", "z" + i % 3), false));
+            for (int i = 0; i < 2000; i++) Placement.choose(nodes, PlacementTest.NS); // warm-up
+            int rounds = 20000;
+            long t0 = System.nanoTime();
+            for (int i = 0; i < rounds; i++) Placement.choose(nodes, PlacementTest.NS);
+            System.out.printf("[placement] %d nodes: %.1f us per placement%n", size, (System.nanoTime() - t0) / 1e3 / rounds);
         }
     }
 
