@@ -87,21 +87,28 @@ public final class Ownership {
     }
 
     /**
-     * A node back after being lost takes up what it still owns: each of its workspaces marked {@code recovered} at an
-     * epoch nobody moved becomes {@code state} again (what its engine recovered, "parked"); returns how many.
+     * A node back after a restart settles what the fleet says it owns with what its engine recovered: a workspace it
+     * still holds ({@code held}) and that was marked {@code recovered} at an epoch nobody moved is {@code parked}
+     * again (its engine recovers persistent workspaces parked); one it no longer holds (an ephemeral workspace, gone
+     * with the process) is released through {@code ledger}, name and quota with it. Returns {back, released}.
      */
-    public int returnOf(String node, String state) {
-        int n = 0;
+    public int[] settleReturn(String node, java.util.function.Predicate<WorkspaceRecord> held, TenantLedger ledger) {
+        int back = 0;
+        int released = 0;
         for (WorkspaceRecord r : all()) {
-            if (!node.equals(r.owner()) || !"recovered".equals(r.state())) continue;
+            if (!node.equals(r.owner())) continue;
             try {
-                transition(r.id(), node, r.epoch(), state);
-                n++;
+                if (!held.test(r)) {
+                    if (ledger.release(r.id())) released++;
+                } else if ("recovered".equals(r.state())) {
+                    transition(r.id(), node, r.epoch(), "parked");
+                    back++;
+                }
             } catch (Stale e) {
                 // claimed meanwhile: it is no longer this node's
             }
         }
-        return n;
+        return new int[] {back, released};
     }
 
     private boolean cas(FleetStore.KeyValue seen, WorkspaceRecord next) {

@@ -112,7 +112,8 @@ final class ServeHttp {
         if (config.fleet() != null) {
             try {
                 fleetRef[0] = dev.berth.mcp.fleet.FleetNode.join(config.fleet(), engine,
-                        () -> config.tenants().keySet().stream().mapToInt(t -> engine.list(config.tenant(t)).size()).sum());
+                        () -> config.tenants().keySet().stream().mapToInt(t -> engine.list(config.tenant(t)).size()).sum(),
+                        (t, id) -> config.tenants().containsKey(t) && engine.list(config.tenant(t)).stream().anyMatch(w -> w.id().equals(id)));
             } catch (RuntimeException e) {
                 System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
                 return 1;

@@ -218,8 +218,10 @@ class FleetE2eTest {
     @Order(5)
     void kill9_registrationExpires_itsWorkspacesMarkedByTheOthers_othersUndisturbed() throws Exception {
         String doomed;
+        String scratch;
         try (var c2 = new Mcp(n2)) {
             doomed = id(c2.call("open_workspace", "{\"name\": \"doomed\"}"));
+            scratch = id(c2.call("open_workspace", "{\"lifecycle\": \"ephemeral\"}"));
         }
         var own = new dev.berth.fleet.Ownership(store, keys, java.time.Clock.systemUTC());
         n2.process.destroyForcibly(); // SIGKILL: no leave, the lease runs out
@@ -242,6 +244,8 @@ class FleetE2eTest {
         // n2 comes back on the same home: its engine recovers the workspace (parked) and the fleet serves it again
         n2 = node("n2", "127.0.0.3", 3);
         assertEquals("parked", own.get(doomed).orElseThrow().state());
+        assertTrue(own.get(scratch).isEmpty(), "the ephemeral workspace died with the process: released on return");
+        assertEquals(1, new dev.berth.fleet.TenantLedger(store, keys, java.time.Clock.systemUTC()).usage("a").workspaces());
         try (var c2 = new Mcp(n2)) {
             String ran = c2.call("run", "{\"workspace\": \"doomed\", \"command\": \"true\"}");
             assertTrue(ran.contains("\"isError\":false"), ran);

@@ -37,10 +37,12 @@ public final class FleetNode implements AutoCloseable {
     }
 
     /**
-     * Joins, or throws with the reason (an unreachable etcd named by its endpoint, a node id that is live elsewhere);
-     * a refused join leaves nothing in etcd and nothing running here.
+     * Joins, or throws with the reason (an unreachable etcd named by its endpoint, a node id that is live elsewhere); a
+     * refused join leaves nothing in etcd and nothing running here. {@code holds(tenant, id)}: whether this node's
+     * engine has that workspace now (after its recovery), to settle the fleet's records of this node with it.
      */
-    public static FleetNode join(FleetConfig config, Engine engine, IntSupplier liveWorkspaces) {
+    public static FleetNode join(FleetConfig config, Engine engine, IntSupplier liveWorkspaces,
+                                 java.util.function.BiPredicate<String, String> holds) {
         FleetStore store = new EtcdStore(config.etcd());
         String qemu = qemuVersion();
         String cpu = cpuModel();
@@ -48,11 +50,15 @@ public final class FleetNode implements AutoCloseable {
             NodeMembership m = NodeMembership.join(store, new FleetKeys(config.prefix()), config.leaseTtl(),
                     () -> offer(config, engine, liveWorkspaces.getAsInt(), qemu, cpu),
                     FleetNode::fenced, Clock.systemUTC());
-            engine.setAdmission(new FleetAdmission(new dev.berth.fleet.TenantLedger(store, new FleetKeys(config.prefix()), Clock.systemUTC()),
-                    config.nodeId()));
-            // back after being lost: the persistent workspaces its engine recovered (parked) are served here again
-            int back = new dev.berth.fleet.Ownership(store, new FleetKeys(config.prefix()), Clock.systemUTC()).returnOf(config.nodeId(), "parked");
-            if (back > 0) LOG.log(System.Logger.Level.INFO, back + " workspace(s) of this node, marked lost, are served again (parked)");
+            var ledger = new dev.berth.fleet.TenantLedger(store, new FleetKeys(config.prefix()), Clock.systemUTC());
+            engine.setAdmission(new FleetAdmission(ledger, config.nodeId()));
+            // back after a restart: what its engine recovered (parked) is served here again; what it lost is released
+            int[] settled = new dev.berth.fleet.Ownership(store, new FleetKeys(config.prefix()), Clock.systemUTC())
+                    .settleReturn(config.nodeId(), r -> holds.test(r.tenant(), r.id()), ledger);
+            if (settled[0] + settled[1] > 0) {
+                LOG.log(System.Logger.Level.INFO, settled[0] + " workspace(s) of this node served again (parked), " + settled[1]
+                        + " gone with its last run released");
+            }
             return new FleetNode(store, m, new dev.berth.fleet.NodeLossWatcher(store, new FleetKeys(config.prefix()), Clock.systemUTC()).start());
         } catch (RuntimeException e) {
             store.close();
