@@ -9,6 +9,11 @@ public record FleetKeys(String prefix) {
 
     public String node(String id) { return nodes() + id; }
 
+    /** Present (any value) while the operator has cordoned the node: placement skips it. */
+    public String cordon(String node) { return prefix + "cordons/" + node; }
+
+    public String cordons() { return prefix + "cordons/"; }
+
     public String tenant(String tenant) { return prefix + "tenants/" + tenant + "/"; }
 
     public String name(String tenant, String name) { return tenant(tenant) + "names/" + name; }

@@ -23,6 +23,8 @@ public final class FleetStatus {
                 nodes.add(null);
             }
         }
+        java.util.Set<String> cordoned = new java.util.HashSet<>();
+        for (var kv : store.range(keys.cordons())) cordoned.add(kv.key().substring(keys.cordons().length()));
         Map<String, Map<String, Integer>> byOwner = new TreeMap<>();
         for (WorkspaceRecord r : new Ownership(store, keys, clock).all()) {
             byOwner.computeIfAbsent(r.owner(), k -> new TreeMap<>()).merge(r.state(), 1, Integer::sum);
@@ -39,7 +41,7 @@ public final class FleetStatus {
                 continue;
             }
             b.append(String.format("%-20s %-28s %-24s %9d %5d %5d %-16s %-8s %d%n", n.id(), n.address(), String.join(",", n.levels()),
-                    n.freeMemoryMiB(), n.freeVcpus(), n.liveWorkspaces(), n.warmPool().toString().replace(" ", ""), n.cordoned() ? "yes" : "no",
+                    n.freeMemoryMiB(), n.freeVcpus(), n.liveWorkspaces(), n.warmPool().toString().replace(" ", ""), n.cordoned() || cordoned.contains(n.id()) ? "yes" : "no",
                     Math.max(0, (clock.millis() - n.updatedAtMs()) / 1000)));
         }
         List<String> live = nodes.stream().filter(n -> n != null).map(NodeOffer::id).toList();

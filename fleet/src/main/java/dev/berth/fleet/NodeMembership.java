@@ -55,7 +55,7 @@ public final class NodeMembership implements AutoCloseable {
      */
     public static NodeMembership join(FleetStore store, FleetKeys keys, Duration ttl, Supplier<NodeOffer> offers,
                                       Consumer<String> onFence, Clock clock) {
-        NodeOffer first = offers.get();
+        NodeOffer first = offers.get().withCordoned(store.get(keys.cordon(offers.get().id())).isPresent());
         long lease = store.grantLease(ttl.toSeconds());
         String key = keys.node(first.id());
         FleetStore.TxnResult r;
@@ -158,7 +158,18 @@ public final class NodeMembership implements AutoCloseable {
     /** Rewrites this node's offer, only while its key is still attached to this node's lease. */
     public void refresh() {
         String key = keys.node(nodeId);
-        store.txn(Txn.when(new Txn.Lease(key, lease)).then(new Txn.Put(key, offers.get().json(), lease)));
+        NodeOffer offer = offers.get().withCordoned(store.get(keys.cordon(nodeId)).isPresent());
+        store.txn(Txn.when(new Txn.Lease(key, lease)).then(new Txn.Put(key, offer.json(), lease)));
+    }
+
+    /**
+     * Cordons ({@code on}) or uncordons a node, live or not: placement skips a cordoned node; its workspaces stay. The
+     * node's offer shows it from its next refresh. Returns whether the node is live now.
+     */
+    public static boolean cordon(FleetStore store, FleetKeys keys, String nodeId, boolean on) {
+        if (on) store.put(keys.cordon(nodeId), "cordoned".getBytes(java.nio.charset.StandardCharsets.UTF_8), 0);
+        else store.delete(keys.cordon(nodeId));
+        return store.get(keys.node(nodeId)).isPresent();
     }
 
     private synchronized void fence(String why) {

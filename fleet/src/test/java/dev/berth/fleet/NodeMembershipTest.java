@@ -61,6 +61,15 @@ class NodeMembershipTest {
             assertTrue(offers.get() >= 5, "the offer was refreshed " + offers.get() + " times");
             assertTrue(store.get(keys.node("n-renew")).isPresent());
             assertFalse(m.fenced());
+            // cordoned by the operator: the next refresh says so; uncordoned: the one after
+            assertTrue(NodeMembership.cordon(store, keys, "n-renew", true));
+            int at = offers.get();
+            while (offers.get() < at + 2 && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(30)) Thread.sleep(50);
+            assertTrue(NodeOffer.parse(store.get(keys.node("n-renew")).orElseThrow().value()).cordoned());
+            NodeMembership.cordon(store, keys, "n-renew", false);
+            at = offers.get();
+            while (offers.get() < at + 2 && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(30)) Thread.sleep(50);
+            assertFalse(NodeOffer.parse(store.get(keys.node("n-renew")).orElseThrow().value()).cordoned());
         }
         assertTrue(store.get(keys.node("n-renew")).isEmpty(), "leaving revokes the lease and the registration");
     }

@@ -31,6 +31,25 @@ public final class Main implements Backend {
 
     @Override
     public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) {
+        return withFleet(config, err, (store, keys) -> {
+            out.print(dev.berth.fleet.FleetStatus.render(store, keys, java.time.Clock.systemUTC()));
+            out.flush();
+        });
+    }
+
+    @Override
+    public int cordon(Path config, String nodeId, boolean on, java.io.PrintWriter out, java.io.PrintWriter err) {
+        return withFleet(config, err, (store, keys) -> {
+            boolean live = dev.berth.fleet.NodeMembership.cordon(store, keys, nodeId, on);
+            out.println("node " + nodeId + (on ? " cordoned: placement skips it; its workspaces stay" : " uncordoned")
+                    + (live ? "" : " (not live now; this holds when it joins)"));
+            out.flush();
+        });
+    }
+
+    /** Loads the config, refuses one without a fleet section (2), runs {@code action} on its etcd (1 when etcd fails). */
+    private static int withFleet(Path config, java.io.PrintWriter err,
+                                 java.util.function.BiConsumer<dev.berth.fleet.FleetStore, dev.berth.fleet.FleetKeys> action) {
         OperatorConfig c;
         try {
             c = OperatorConfig.load(config);
@@ -43,11 +62,10 @@ public final class Main implements Backend {
             return 2;
         }
         try (var store = new dev.berth.fleet.EtcdStore(c.fleet().etcd())) {
-            out.print(dev.berth.fleet.FleetStatus.render(store, new dev.berth.fleet.FleetKeys(c.fleet().prefix()), java.time.Clock.systemUTC()));
-            out.flush();
+            action.accept(store, new dev.berth.fleet.FleetKeys(c.fleet().prefix()));
             return 0;
         } catch (dev.berth.fleet.FleetStoreException e) {
-            err.println("berth: fleet status: " + e.getMessage());
+            err.println("berth: fleet: " + e.getMessage());
             return 1;
         }
     }

@@ -119,16 +119,27 @@ class FleetE2eTest {
 
     @Test
     @Order(3)
-    void fleetStatus_listsTheLiveNodes() throws Exception {
+    void fleetStatusAndCordon_fromTheCommandLine() throws Exception {
         Path cfg = Files.createDirectories(dir.resolve("status")).resolve("berth.json");
         Files.writeString(cfg, config("n-status", endpoints(), 30));
-        Process p = new ProcessBuilder(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "fleet", "status", "--config", cfg.toString())
-                .redirectErrorStream(true).start();
+        assertTrue(berth("node", "cordon", "n1", "--config", cfg.toString()).contains("node n1 cordoned"));
+        String out = berth("fleet", "status", "--config", cfg.toString());
+        assertTrue(out.contains("2 live node(s)"), out);
+        assertTrue(out.matches("(?s).*\\nn1 +http://127\\.0\\.0\\.2:" + n1.port + " .* yes +\\d+\\n.*"), out);
+        assertTrue(out.matches("(?s).*\\nn2 +http://127\\.0\\.0\\.3:" + n2.port + " .* no +\\d+\\n.*"), out);
+        assertTrue(berth("node", "uncordon", "n1", "--config", cfg.toString()).contains("node n1 uncordoned"));
+        assertTrue(store.get(keys.cordon("n1")).isEmpty());
+    }
+
+    /** Runs {@code berth ARGS...} to its end; returns its output, having checked it exited 0. */
+    private static String berth(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(120, TimeUnit.SECONDS));
         assertEquals(0, p.exitValue(), out);
-        assertTrue(out.contains("2 live node(s)"), out);
-        assertTrue(out.contains("\nn1 ") && out.contains("http://127.0.0.2:" + n1.port) && out.contains("\nn2 "), out);
+        return out;
     }
 
     @Test

@@ -32,6 +32,9 @@ class OptionsTest {
         public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) { called = "fleet status " + config; return 0; }
 
         @Override
+        public int cordon(Path config, String id, boolean on, java.io.PrintWriter out, java.io.PrintWriter err) { called = "cordon " + id + " " + on; return 0; }
+
+        @Override
         public int buildImage(Options o, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
             opts = o;
             called = "build " + recipe + " " + name + " " + stepTimeoutSeconds;
