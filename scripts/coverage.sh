@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 printf '%-16s %8s %8s %10s\n' module lines branches "lines hit"
-for m in tool-schemas egress-proxy sandbox-engine mcp-server; do
+for m in tool-schemas egress-proxy sandbox-engine fleet mcp-server; do
   csv="$m/target/site/jacoco/jacoco.csv"
   [ -f "$csv" ] || { printf '%-16s %8s\n' "$m" "(no report)"; continue; }
   awk -F, -v m="$m" 'NR>1 {bm+=$6; bc+=$7; lm+=$8; lc+=$9}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite in two lanes that run side by side (called by ./test.sh with no arguments):
 #   1. one build of every module (jars, berth.jar, the sandbox-engine test fixtures) into the local Maven repository;
-#   2. lane "units": tool-schemas, egress-proxy and sandbox-engine (unit and driver tests: real bubblewrap, gVisor
-#      and QEMU sandboxes); lane "e2e": mcp-server (its unit tests, then the end-to-end tests: real MCP clients from
+#   2. lane "units": tool-schemas, egress-proxy, sandbox-engine and fleet (unit and driver tests: real bubblewrap, gVisor
+#      and QEMU sandboxes; a real etcd cluster); lane "e2e": mcp-server (its unit tests, then the end-to-end tests: real MCP clients from
 #      npm against the built berth.jar).
 # The lanes share nothing but the read-only installed jars and the guest image cache (built under a file lock), so
 # they overlap the waits of one (VM boots, npm, fsyncs) with the work of the other on two cores.
@@ -28,7 +28,7 @@ lane() { # name, maven arguments...
   echo "$rc $(( $(date +%s) - t0 ))" > "$logs/$name.rc"
   echo "test-lanes: lane $name ended: exit $rc after $(( $(date +%s) - t0 )) s" >&2
 }
-lane units -fae -Dmaven.test.failure.ignore=true verify -pl tool-schemas,egress-proxy,sandbox-engine &
+lane units -fae -Dmaven.test.failure.ignore=true verify -pl tool-schemas,egress-proxy,sandbox-engine,fleet &
 lane e2e -fae -Dmaven.test.failure.ignore=true verify -pl mcp-server &
 wait
 

@@ -27,6 +27,50 @@ public final class Main implements Backend {
     public int http(Options opts) throws Exception { return ServeHttp.run(opts); }
 
     @Override
+    public int node(Options opts) throws Exception { return ServeHttp.run(opts, true); }
+
+    @Override
+    public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) {
+        return withFleet(config, err, (store, keys) -> {
+            out.print(dev.berth.fleet.FleetStatus.render(store, keys, java.time.Clock.systemUTC()));
+            out.flush();
+        });
+    }
+
+    @Override
+    public int cordon(Path config, String nodeId, boolean on, java.io.PrintWriter out, java.io.PrintWriter err) {
+        return withFleet(config, err, (store, keys) -> {
+            boolean live = dev.berth.fleet.NodeMembership.cordon(store, keys, nodeId, on);
+            out.println("node " + nodeId + (on ? " cordoned: placement skips it; its workspaces stay" : " uncordoned")
+                    + (live ? "" : " (not live now; this holds when it joins)"));
+            out.flush();
+        });
+    }
+
+    /** Loads the config, refuses one without a fleet section (2), runs {@code action} on its etcd (1 when etcd fails). */
+    private static int withFleet(Path config, java.io.PrintWriter err,
+                                 java.util.function.BiConsumer<dev.berth.fleet.FleetStore, dev.berth.fleet.FleetKeys> action) {
+        OperatorConfig c;
+        try {
+            c = OperatorConfig.load(config);
+        } catch (OperatorConfig.ConfigException e) {
+            err.println("berth: " + e.getMessage());
+            return 2;
+        }
+        if (c.fleet() == null) {
+            err.println("berth: " + config + " has no fleet section (etcd endpoints, node_id; docs/operator-config.md)");
+            return 2;
+        }
+        try (var store = new dev.berth.fleet.EtcdStore(c.fleet().etcd())) {
+            action.accept(store, new dev.berth.fleet.FleetKeys(c.fleet().prefix()));
+            return 0;
+        } catch (dev.berth.fleet.FleetStoreException e) {
+            err.println("berth: fleet: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    @Override
     public int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
         return BuildImage.run(opts, recipe, name, stepTimeoutSeconds, out, err);
     }

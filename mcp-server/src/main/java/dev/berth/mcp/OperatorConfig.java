@@ -24,13 +24,14 @@ import tools.jackson.databind.json.JsonMapper;
  * misspelt {@code allowed_origins} must not silently fall back to a default. Relative paths inside the file are
  * resolved against the file's folder. Keys are snake_case throughout; the egress section still reads its old camelCase
  * spellings, with one warning per key per load. Every key, its default and range: {@code docs/operator-config.md}.
+ * The {@code fleet} section's record and rules are the fleet module's ({@link dev.berth.fleet.FleetConfig}).
  */
 public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants, tools.jackson.databind.JsonNode egress,
                              Guard guard, LifecycleConfig lifecycle, Audit audit, Metrics metrics, Pool pool,
-                             @JsonProperty("project_roots") List<String> projectRoots) {
+                             @JsonProperty("project_roots") List<String> projectRoots, dev.berth.fleet.FleetConfig fleet) {
 
     public OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> tenants) {
-        this(http, auth, tenants, null, null, null, null, null, null, null);
+        this(http, auth, tenants, null, null, null, null, null, null, null, null);
     }
 
     /**
@@ -280,7 +281,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             Http h = c.http() == null ? new Http(null, null, null, null, null, null) : c.http();
             c = new OperatorConfig(new Http(bind == null ? h.bind() : bind, port == null ? h.port() : port, h.publicUrl(),
                     h.allowedOrigins(), h.allowedHosts(), h.previews()), c.auth(), c.tenants(), c.egress(), c.guard(), c.lifecycle(), c.audit(),
-                    c.metrics(), c.pool(), c.projectRoots());
+                    c.metrics(), c.pool(), c.projectRoots(), c.fleet());
         }
         c = c.withDefaults(file.toAbsolutePath().getParent());
         c.validate(file, requireAuth, warnings);
@@ -313,7 +314,8 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
                     j.tenantClaim() == null ? "sub" : j.tenantClaim()));
         }
         return new OperatorConfig(h, a, tenants == null ? Map.of() : new LinkedHashMap<>(tenants), dev.berth.proxy.ConfigLoader.resolveFiles(egress, dir), guard, lifecycle,
-                audit, metrics, pool, projectRoots == null ? null : projectRoots.stream().map(r -> dir.resolve(r).normalize().toString()).toList());
+                audit, metrics, pool, projectRoots == null ? null : projectRoots.stream().map(r -> dir.resolve(r).normalize().toString()).toList(),
+                fleet == null ? null : fleet.resolved(dir, publicUrl));
     }
 
     /** The egress section as the proxy's own config (same format as an --egress file); null when absent. */
@@ -388,6 +390,7 @@ public record OperatorConfig(Http http, Auth auth, Map<String, TenantConfig> ten
             }
         }
         checkLifecycle(at, "lifecycle", lifecycle);
+        if (fleet != null) try { fleet.validate(); } catch (IllegalArgumentException e) { throw new ConfigException(at + e.getMessage()); }
         if (lifecycle != null && lifecycle.maxLiveWorkspaces() != null && lifecycle.maxLiveWorkspaces() < 1) {
             throw new ConfigException(at + "lifecycle.max_live_workspaces must be >= 1, got " + lifecycle.maxLiveWorkspaces());
         }

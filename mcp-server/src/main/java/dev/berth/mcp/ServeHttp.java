@@ -26,8 +26,14 @@ final class ServeHttp {
     private ServeHttp() {}
 
     static int run(Options opts) throws Exception {
+        return run(opts, false);
+    }
+
+    /** {@code berth node} ({@code asNode}): {@code berth http} that must join a fleet, so its config needs a fleet section. */
+    static int run(Options opts, boolean asNode) throws Exception {
+        String cmd = asNode ? "node" : "http";
         if (opts.config() == null) {
-            System.err.println("berth: http needs --config FILE (tokens, tenants and quotas; see README.md)");
+            System.err.println("berth: " + cmd + " needs --config FILE (tokens, tenants and quotas; see README.md)");
             return 2;
         }
         OperatorConfig config;
@@ -38,6 +44,18 @@ final class ServeHttp {
         } catch (OperatorConfig.ConfigException | BearerAuthenticator.KeysException e) {
             System.err.println("berth: " + e.getMessage());
             return 2;
+        }
+        if (asNode && config.fleet() == null) {
+            System.err.println("berth: node needs a fleet section in " + opts.config() + " (etcd endpoints, node_id; docs/operator-config.md)");
+            return 2;
+        }
+        if (config.fleet() != null) {
+            try {
+                dev.berth.mcp.fleet.FleetNode.precheck(config.fleet());
+            } catch (RuntimeException e) {
+                System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
+                return 1;
+            }
         }
         if (!"text".equals(System.getenv("BERTH_LOG_FORMAT"))) JsonLogFormatter.install();
         var meters = new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
@@ -73,9 +91,11 @@ final class ServeHttp {
         // a `berth stdio` of the operator on this home is served through this process (home/berth.sock, mode 0600)
         HomeSocket home = HomeSocket.listen(engine.home(), BerthServer.JSON, t -> BerthServer.build(t, engine, "home-socket"));
         dev.berth.mcp.preview.PreviewServer[] previewsRef = new dev.berth.mcp.preview.PreviewServer[1];
+        dev.berth.mcp.fleet.FleetNode[] fleetRef = new dev.berth.mcp.fleet.FleetNode[1];
         CountDownLatch stopped = new CountDownLatch(1);
         StopSignals signals = StopSignals.install(engine);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (fleetRef[0] != null) fleetRef[0].leave(); // leave first: no call is routed here while the rest stops
             if (home != null) home.close();
             streamableServer.closeGracefully();
             sseServer.closeGracefully();
@@ -83,10 +103,24 @@ final class ServeHttp {
             http.close();
             var report = engine.stop();
             if (report != null) System.err.println("berth: stopping: " + report.line());
+            if (fleetRef[0] != null) fleetRef[0].close(); // after the engine: deleted ephemeral workspaces were released
             System.err.println("berth http stopped: transports closed, ephemeral workspaces deleted, persistent ones parked");
             signals.awaitFastPath();
             stopped.countDown();
         }, "berth-shutdown"));
+        // joined before listening, so the engine admits no workspace past the fleet's names and quotas; left first at stop
+        if (config.fleet() != null) {
+            try {
+                fleetRef[0] = dev.berth.mcp.fleet.FleetNode.join(config.fleet(), engine,
+                        () -> config.tenants().keySet().stream().mapToInt(t -> engine.list(config.tenant(t)).size()).sum(),
+                        (t, id) -> config.tenants().containsKey(t) && engine.list(config.tenant(t)).stream().anyMatch(w -> w.id().equals(id)));
+            } catch (RuntimeException e) {
+                System.err.println("berth: cannot join the fleet as node '" + config.fleet().nodeId() + "': " + e.getMessage());
+                return 1;
+            }
+            System.err.println("berth " + cmd + ": joined the fleet as node '" + config.fleet().nodeId() + "' (advertised at "
+                    + config.fleet().advertise() + ")");
+        }
         try {
             http.start();
         } catch (org.apache.catalina.LifecycleException e) {

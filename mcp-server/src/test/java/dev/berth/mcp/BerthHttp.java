@@ -20,14 +20,16 @@ final class BerthHttp implements AutoCloseable {
     final Process process;
     final int port;
     final Path home;
+    final String host;
     private final StringBuffer log = new StringBuffer();
     /** Completes when the log reader has read the process's output to its end. */
     private final CompletableFuture<Void> logEnded = new CompletableFuture<>();
 
-    private BerthHttp(Process p, int port, Path home) {
+    private BerthHttp(Process p, int port, Path home, String host) {
         this.process = p;
         this.port = port;
         this.home = home;
+        this.host = host;
     }
 
     /** Starts the server with {@code configJson} (the port is set by this method) and waits until it listens. */
@@ -38,20 +40,25 @@ final class BerthHttp implements AutoCloseable {
     /** Like {@link #start(Path, String, String...)}, with extra environment variables for the server process. */
     static BerthHttp start(Path dir, String configJson, java.util.Map<String, String> env, String... extra)
             throws IOException, InterruptedException {
-        int port = freePort();
+        return start(dir, configJson, env, "http", "127.0.0.1", freePort(), extra);
+    }
+
+    /** {@code berth <command>} (http or node) listening on {@code bind:port}. */
+    static BerthHttp start(Path dir, String configJson, java.util.Map<String, String> env, String command, String bind, int port,
+                           String... extra) throws IOException, InterruptedException {
         Path cfg = dir.resolve("berth.json");
         Files.writeString(cfg, configJson);
         // sandboxes run as their own uids and must traverse to their state under the home
         Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
         Path home = Files.createDirectories(dir.resolve("home"));
-        List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), "http",
-                "--config", cfg.toString(), "--home", home.toString(), "--port", String.valueOf(port), "--isolation", "namespace"));
+        List<String> cmd = new ArrayList<>(List.of(McpBridge.javaBin(), "-jar", McpBridge.JAR.toString(), command,
+                "--config", cfg.toString(), "--home", home.toString(), "--bind", bind, "--port", String.valueOf(port), "--isolation", "namespace"));
         cmd.addAll(List.of(extra));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().putAll(env);
         Process p = pb.start();
         p.getOutputStream().close();
-        BerthHttp b = new BerthHttp(p, port, home);
+        BerthHttp b = new BerthHttp(p, port, home, bind);
         CompletableFuture<Boolean> ready = new CompletableFuture<>();
         Thread.ofPlatform().daemon().start(() -> {
             try (var r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
@@ -95,7 +102,7 @@ final class BerthHttp implements AutoCloseable {
     }
 
     String url(String path) {
-        return "http://127.0.0.1:" + port + path;
+        return "http://" + host + ":" + port + path;
     }
 
     String log() {

@@ -196,4 +196,23 @@ class OperatorConfigTest {
         var e = assertThrows(OperatorConfig.ConfigException.class, () -> OperatorConfig.load(Path.of("/nonexistent/berth.json")));
         assertEquals("config file /nonexistent/berth.json does not exist", e.getMessage());
     }
+
+    @Test
+    void fleet_absentIsSingleNode_presentIsResolvedWithDefaults(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("c.json");
+        String auth = "\"auth\": {\"tokens\": [{\"tenant\": \"a\", \"sha256\": \"" + "ab".repeat(32) + "\"}]}, \"tenants\": {\"a\": {}}";
+        Files.writeString(f, "{" + auth + "}");
+        assertEquals(null, OperatorConfig.load(f).fleet(), "no fleet section: a single node, as before");
+        Files.writeString(dir.resolve("node.secret"), "0123456789abcdef0123456789abcdef\n");
+        Files.writeString(f, "{" + auth + ", \"http\": {\"bind\": \"127.0.0.2\", \"port\": 8181}, \"fleet\": {\"endpoints\":"
+                + " [\"http://127.0.0.1:2379\", \"http://127.0.0.1:22379\"], \"node_id\": \"n-1\", \"labels\": {\"zone\": \"a\"},"
+                + " \"internal_credential_file\": \"node.secret\"}}");
+        var fleet = OperatorConfig.load(f).fleet();
+        assertEquals("http://127.0.0.2:8181", fleet.advertise(), "advertised at the public URL unless told");
+        assertEquals(dir.resolve("node.secret").toString(), fleet.internalCredentialFile());
+        assertEquals(10, fleet.leaseTtlS());
+        assertEquals("/berth/", fleet.prefix());
+        assertEquals(2, fleet.etcd().endpoints().size());
+        assertEquals(32, fleet.credential().length);
+    }
 }

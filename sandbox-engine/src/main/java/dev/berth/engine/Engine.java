@@ -195,6 +195,9 @@ public final class Engine implements AutoCloseable {
         return pool == null ? 0 : pool.held();
     }
 
+    /** Sets the decision outside the engine on every new workspace (a fleet's names and quotas); {@link dev.berth.engine.api.Admission#NONE} by default. */
+    public void setAdmission(dev.berth.engine.api.Admission admission) { registry.setAdmission(admission); }
+
     /** Sandboxes of {@code isolation} waiting in the warm pool (0 without a pool). */
     public int poolReady(String isolation) {
         return pool == null ? 0 : pool.ready(isolation);

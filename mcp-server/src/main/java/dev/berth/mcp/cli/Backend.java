@@ -17,6 +17,15 @@ public interface Backend {
     /** {@code berth http}: serves until SIGTERM/SIGINT; returns the exit status. */
     int http(Options opts) throws Exception;
 
+    /** {@code berth node}: {@code berth http} as a member of the fleet its config's {@code fleet} section names. */
+    int node(Options opts) throws Exception;
+
+    /** {@code berth fleet status}: prints the fleet the config names to {@code out}; returns the exit status. */
+    int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err);
+
+    /** {@code berth node cordon|uncordon ID}: marks the node in the fleet the config names; returns the exit status. */
+    int cordon(Path config, String nodeId, boolean on, java.io.PrintWriter out, java.io.PrintWriter err);
+
     /** {@code berth image build}: builds {@code recipe} as image {@code name}; returns the exit status. */
     int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err);
 

@@ -24,7 +24,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
 @Command(name = "berth", mixinStandardHelpOptions = true, versionProvider = Cli.Version.class,
         description = "Isolated workspaces for coding agents, served over MCP.",
         footer = "%nRun 'berth COMMAND --help' for a command's options; exit status 2 is a usage error.",
-        subcommands = {StdioCommand.class, HttpCommand.class, SetupCommand.class, LauncherCommand.class, DoctorCommand.class,
+        subcommands = {StdioCommand.class, HttpCommand.class, NodeCommand.class, FleetCommand.class, SetupCommand.class, LauncherCommand.class, DoctorCommand.class,
                 AuditCommand.class, ImageCommand.class, Cli.VersionCommand.class, CommandLine.HelpCommand.class})
 public final class Cli implements Callable<Integer> {
     final Backend backend;
@@ -111,9 +111,9 @@ public final class Cli implements Callable<Integer> {
         String option = arg.contains("=") ? arg.substring(0, arg.indexOf('=')) : arg;
         if (cl.getParent() != null && cl.getParent().getParent() == null) {
             String elsewhere = switch (option) {
-                case "--port", "--bind" -> "--port and --bind apply to 'berth http' only, not '" + command + "'";
+                case "--port", "--bind" -> "--port and --bind apply to 'berth http' and 'berth node' only, not '" + command + "'";
                 case "--bin-dir" -> "--bin-dir applies to 'berth setup' and 'berth launcher' only, not '" + command + "'";
-                case "--config" -> "--config applies to 'berth http' and 'berth stdio' only, not '" + command + "'";
+                case "--config" -> "--config applies to 'berth http', 'berth node' and 'berth stdio' only, not '" + command + "'";
                 default -> null;
             };
             if (elsewhere != null) return elsewhere;

@@ -26,6 +26,15 @@ class OptionsTest {
         public int http(Options o) { opts = o; called = "http"; return 0; }
 
         @Override
+        public int node(Options o) { opts = o; called = "node"; return 0; }
+
+        @Override
+        public int fleetStatus(Path config, java.io.PrintWriter out, java.io.PrintWriter err) { called = "fleet status " + config; return 0; }
+
+        @Override
+        public int cordon(Path config, String id, boolean on, java.io.PrintWriter out, java.io.PrintWriter err) { called = "cordon " + id + " " + on; return 0; }
+
+        @Override
         public int buildImage(Options o, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
             opts = o;
             called = "build " + recipe + " " + name + " " + stepTimeoutSeconds;
@@ -74,13 +83,13 @@ class OptionsTest {
     void httpOptions_onOtherCommands_areRefusedByName() {
         Run r = berth("stdio", "--port", "9000");
         assertEquals(2, r.code());
-        assertTrue(r.err().startsWith("berth: --port and --bind apply to 'berth http' only, not 'stdio'\n"), r.err());
+        assertTrue(r.err().startsWith("berth: --port and --bind apply to 'berth http' and 'berth node' only, not 'stdio'\n"), r.err());
         Run c = berth("stdio", "--config", "berth.json"); // stdio uses the egress and guard sections
         assertEquals(0, c.code(), c.err());
         assertEquals(Path.of("berth.json").toAbsolutePath(), c.backend().opts.config());
         Run d = berth("doctor", "--config", "berth.json");
         assertEquals(2, d.code());
-        assertTrue(d.err().startsWith("berth: --config applies to 'berth http' and 'berth stdio' only, not 'doctor'\n"), d.err());
+        assertTrue(d.err().startsWith("berth: --config applies to 'berth http', 'berth node' and 'berth stdio' only, not 'doctor'\n"), d.err());
         Run b = berth("http", "--bin-dir", "/tmp/bin");
         assertTrue(b.err().startsWith("berth: --bin-dir applies to 'berth setup' and 'berth launcher' only, not 'http'\n"), b.err());
     }

@@ -144,7 +144,11 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
             ws.lock.lock();
             registry.add(ws);
         }
+        boolean admitted = false;
         try {
+            // the fleet's names and quotas (issue 27), outside the names lock: its refusal undoes this open below
+            registry.admission().admit(tenant, ws.id, name, driver.name(), resources);
+            admitted = true;
             Files.createDirectories(ws.stateDir());
             StartRequest.Mode mode = snap == null ? new StartRequest.Fresh()
                     : new StartRequest.Fork(store.snapshotDir(snap.id()).resolve("state"));
@@ -176,6 +180,7 @@ public final class WorkspaceLifecycle implements ForkMany.Opener {
             ws.driver.cleanupRuntime(ws.runtimeDir);
             Store.deleteQuietly(ws.dir);
             Store.deleteQuietly(ws.runtimeDir);
+            if (!admitted && e instanceof EngineException refused) throw refused;
             throw new EngineException(Kind.UNAVAILABLE, "could not start a " + driver.name() + " sandbox: " + e.getMessage(), e);
         } finally {
             ws.lock.unlock();

@@ -37,7 +37,17 @@ public final class WorkspaceRegistry {
         byId.put(ws.id, ws);
     }
 
-    public void remove(Workspace ws) { byId.remove(ws.id, ws); }
+    /** Removes a workspace for good (closed, deleted, or its open failed) and tells the admission. */
+    public void remove(Workspace ws) {
+        if (byId.remove(ws.id, ws)) admission.released(ws.id);
+    }
+
+    private volatile dev.berth.engine.api.Admission admission = dev.berth.engine.api.Admission.NONE;
+
+    /** The decision outside the engine on new workspaces (a fleet's names and quotas); none by default. */
+    public void setAdmission(dev.berth.engine.api.Admission a) { this.admission = a; }
+
+    public dev.berth.engine.api.Admission admission() { return admission; }
 
     public Collection<Workspace> all() { return List.copyOf(byId.values()); }
 

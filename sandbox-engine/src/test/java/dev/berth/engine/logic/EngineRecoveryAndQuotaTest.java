@@ -109,4 +109,32 @@ class EngineRecoveryAndQuotaTest {
         engine.open(A, OpenRequest.ephemeral());
         assertEquals(2, engine.list(A).size());
     }
+
+    /** The fleet's seam (issue 27): a refusal reaches the caller as is and leaves nothing; every removal is reported once. */
+    @Test
+    void admission_refusalUndoesTheOpen_closeAndFailedOpenReleaseOnce() throws Exception {
+        start(8);
+        var admitted = new java.util.concurrent.CopyOnWriteArrayList<String>();
+        var released = new java.util.concurrent.CopyOnWriteArrayList<String>();
+        engine.setAdmission(new dev.berth.engine.api.Admission() {
+            @Override
+            public void admit(Tenant t, String id, String name, String isolation, dev.berth.engine.spi.Resources r) throws EngineException {
+                if ("taken".equals(name)) throw new EngineException(EngineException.Kind.CONFLICT, "workspace name 'taken' is taken across the fleet");
+                admitted.add(id);
+            }
+
+            @Override
+            public void released(String id) { released.add(id); }
+        });
+        var e = assertThrows(EngineException.class, () -> engine.open(A, OpenRequest.persistent("taken")));
+        assertEquals(EngineException.Kind.CONFLICT, e.kind());
+        assertEquals("workspace name 'taken' is taken across the fleet", e.getMessage());
+        assertTrue(engine.list(A).isEmpty(), "a refused open leaves no workspace");
+        assertEquals(1, released.size(), "the refused open is reported removed (releasing what was never admitted is a no-op)");
+        String id = engine.open(A, OpenRequest.persistent("free")).workspace().id();
+        assertEquals(List.of(id), admitted);
+        engine.closeWorkspace(A, id, true);
+        assertEquals(id, released.getLast());
+        assertEquals(2, released.size());
+    }
 }
