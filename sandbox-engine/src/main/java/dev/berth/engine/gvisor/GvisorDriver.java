@@ -147,6 +147,8 @@ public final class GvisorDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                // the workspace's own writable /etc and /home (a recipe build's scratch root is writable already)
+                if (request.image() == null || !request.image().writable()) dev.berth.engine.host.WritableRoot.seed(layout, etc, request.image());
                 dev.berth.engine.host.GuestNames.prepare(request.image(), layout);
                 GvisorSandbox.removeCgroups(request.workspaceId()); // a previous sandbox's, if it died
                 String cgroup = request.workspaceId() + "-" + Long.toHexString(System.nanoTime() & 0xffffffffL);

@@ -40,7 +40,7 @@ final class OciBundle {
      */
     static Path write(Path bundle, Layout layout, Path etc, Path agent, StartRequest req, String cgroup) throws IOException {
         Path rootfs = bundle.resolve("rootfs");
-        for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "workspace", "root", "var", "run/berth")) {
+        for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "home", "workspace", "root", "var", "run/berth")) {
             Files.createDirectories(rootfs.resolve(d));
         }
         Files.createDirectories(rootfs.resolve("usr/local"));
@@ -57,13 +57,12 @@ final class OciBundle {
         mounts.add(mount("/proc", "proc", "proc", List.of()));
         if (req.image() == null) {
             mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
-            mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
         }
-        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
-        // built-in hostname and resolver files
-        for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
-                image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
-            mounts.add(mount(v.target(), "bind", v.source().toString(), v.writable() ? List.of("bind") : List.of("bind", "ro")));
+        // the workspace's own writable /etc and /home in its layer (WritableRoot): seeded from the built-in /etc or
+        // the image's, with the names every workspace sees (GuestNames) and its own hosts file in it
+        mounts.add(mount("/etc", "bind", s.resolve(dev.berth.engine.host.WritableRoot.ETC).toString(), List.of("rbind")));
+        if (dev.berth.engine.host.WritableRoot.canMountHome(req.image())) {
+            mounts.add(mount("/home", "bind", s.resolve(dev.berth.engine.host.WritableRoot.HOMES).toString(), List.of("rbind")));
         }
         mounts.add(mount("/tmp", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 1024) + "m")));
         mounts.add(mount("/workspace", "bind", s.resolve("workspace").toString(), List.of("rbind")));

@@ -163,6 +163,8 @@ public final class NamespaceDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                // the workspace's own writable /etc and /home (a recipe build's scratch root is writable already)
+                if (request.image() == null || !request.image().writable()) dev.berth.engine.host.WritableRoot.seed(layout, etc, request.image());
                 GuestNames.prepare(request.image(), layout);
                 // an imported image's read-only root, its owners shifted onto the workspace's ids (Berth root)
                 Path imageRoot = request.image() == null || request.image().writable() ? null : layout.mountImageRoot(request.image().rootTree());

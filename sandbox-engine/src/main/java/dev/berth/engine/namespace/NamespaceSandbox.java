@@ -157,18 +157,25 @@ final class NamespaceSandbox implements Sandbox {
                     c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
                 }
             }
-            // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
-            c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
         }
-        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
-        // built-in hostname and resolver files (copies inside the image layout, as /etc above)
-        try {
-            for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
-                    image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
-                c.addAll(List.of(v.writable() ? "--bind" : "--ro-bind", v.source().toString(), v.target()));
+        boolean writableRoot = req.image() == null || !req.image().writable();
+        if (writableRoot) {
+            // the workspace's own writable /etc and /home (WritableRoot), in its layer: seeded from the built-in /etc
+            // or the image's, with the names every workspace sees (GuestNames) and its own hosts file in it
+            c.addAll(List.of("--bind", s.resolve(dev.berth.engine.host.WritableRoot.ETC).toString(), "/etc"));
+            if (dev.berth.engine.host.WritableRoot.canMountHome(req.image())) {
+                c.addAll(List.of("--bind", s.resolve(dev.berth.engine.host.WritableRoot.HOMES).toString(), "/home"));
             }
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } else {
+            // a recipe build's scratch root: its own /etc, with the names every workspace sees put over it
+            try {
+                for (GuestNames.Cover v : GuestNames.covers(req.image().rootTree(), image ? s.resolve(".berth/etc") : etc,
+                        s.resolve(GuestNames.LAYER_HOSTS))) {
+                    c.addAll(List.of(v.writable() ? "--bind" : "--ro-bind", v.source().toString(), v.target()));
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
         c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));

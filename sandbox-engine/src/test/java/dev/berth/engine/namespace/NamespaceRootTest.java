@@ -67,6 +67,13 @@ class NamespaceRootTest {
                 java.nio.file.LinkOption.NOFOLLOW_LINKS);
     }
 
+    /** A file of the one imported image's root tree (under the store's content directory, {@code rootfs/}). */
+    Path imageFile(String rel) throws java.io.IOException {
+        try (var w = Files.walk(home.resolve("images/oci/store"), 4)) {
+            return w.filter(p -> p.getFileName().toString().equals("rootfs")).findFirst().orElseThrow().resolve(rel);
+        }
+    }
+
     @Test
     void ownersOtherThanRoot_surviveParkResumeAndFork_onTheWorkspacesOwnHostIds() throws Exception {
         engine.open(Tenant.LOCAL, OpenRequest.persistent("a"));
@@ -106,8 +113,37 @@ class NamespaceRootTest {
         String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, null, null, null, "tiny")).workspace().id();
         // root's files are root's (unmapped they would show as the overflow id 65534)
         assertEquals("/etc/os-release\n", sh(ws, "find /etc/os-release -user 0 -group 0"));
-        RunResult w = engine.run(Tenant.LOCAL, RunRequest.of(ws, "echo x > /etc/os-release"), OutputListener.NONE);
+        RunResult w = engine.run(Tenant.LOCAL, RunRequest.of(ws, "echo x > /bin/berth-new"), OutputListener.NONE);
         assertTrue(w.exitCode() != 0, "the image's root is writable: " + w);
+        // its /etc is the workspace's own copy: written inside, the shared image unchanged
+        String before = Files.readString(imageFile("etc/os-release"));
+        assertEquals("x\n", sh(ws, "echo x > /etc/os-release && cat /etc/os-release"));
+        assertEquals(before, Files.readString(imageFile("etc/os-release")), "the image's own file was written");
+    }
+
+    /**
+     * useradd, then su to that user and back as root's runs do (issue 32): /etc and /home are the workspace's own and
+     * writable, kept across park and carried by a fork; the built-in /etc shared by every workspace is never written.
+     */
+    @Test
+    void useradd_thenSu_keptAcrossParkAndFork() throws Exception {
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("u"));
+        assertEquals("uid=1000(bob) gid=1000(bob) groups=1000(bob)\nbob /home/bob\n", sh("u",
+                "useradd -m -s /bin/sh bob && su bob -c 'id; echo $(whoami) $HOME; touch ~/mine' && stat -c %U /home/bob/mine >/dev/null"));
+        assertEquals("bob:bob\n", sh("u", "stat -c %U:%G /home/bob/mine"));
+        assertTrue(sh("u", "grep -c '^bob:' /etc/shadow").startsWith("1"));
+        assertEquals("uid=0(root)\n", sh("u", "runuser -u bob -- id -u >/dev/null && id | cut -d' ' -f1"));
+        assertTrue(!Files.readString(dev.berth.engine.host.BaseEtc.prepare(home.resolve("images")).resolve("passwd")).contains("bob"),
+                "the shared built-in /etc was written");
+        engine.park(Tenant.LOCAL, "u");
+        assertEquals("uid=1000(bob)\n", sh("u", "su bob -c id | cut -d' ' -f1"), "after park and resume");
+        engine.snapshot(Tenant.LOCAL, "u", "us");
+        engine.open(Tenant.LOCAL, new OpenRequest("v", "persistent", "us", null, null));
+        assertEquals("bob bob:bob\n", sh("v", "su bob -c 'whoami' | tr -d '\\n'; echo \" $(stat -c %U:%G /home/bob/mine)\""), "in the fork");
+        // another workspace never sees the user
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("w"));
+        RunResult other = engine.run(Tenant.LOCAL, RunRequest.of("w", "id bob"), OutputListener.NONE);
+        assertTrue(other.exitCode() != 0, other.toString());
     }
 
     @Test
