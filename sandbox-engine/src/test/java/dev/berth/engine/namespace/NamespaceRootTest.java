@@ -133,6 +133,9 @@ class NamespaceRootTest {
         assertEquals("bob:bob\n", sh("u", "stat -c %U:%G /home/bob/mine"));
         assertTrue(sh("u", "grep -c '^bob:' /etc/shadow").startsWith("1"));
         assertEquals("uid=0(root)\n", sh("u", "runuser -u bob -- id -u >/dev/null && id | cut -d' ' -f1"));
+        // going back up is refused on this level (no_new_privs, nosuid, host root unmapped: sandbox-engine/DESIGN.md)
+        RunResult up = engine.run(Tenant.LOCAL, RunRequest.of("u", "su bob -c 'su root -c id -u </dev/null'"), OutputListener.NONE);
+        assertTrue(up.exitCode() != 0 && !up.stdout().contains("0"), up.toString());
         assertTrue(!Files.readString(dev.berth.engine.host.BaseEtc.prepare(home.resolve("images")).resolve("passwd")).contains("bob"),
                 "the shared built-in /etc was written");
         engine.park(Tenant.LOCAL, "u");
