@@ -282,6 +282,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
     public void release() {
         if (pool != null) pool.awaitFlushes(java.time.Duration.ofSeconds(5)); // a flush's sync -f holds the layer's mount
+        DiskImage.unmount(RootOverlay.merged(runtime)); // its upper directory is in the layer
         DiskImage.unmount(mountPoint());
         DiskImage.unmount(rawMountPoint());
         DiskImage.unmount(imageRoot());

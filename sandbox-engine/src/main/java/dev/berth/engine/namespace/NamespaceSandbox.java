@@ -145,7 +145,9 @@ final class NamespaceSandbox implements Sandbox {
             // read-only base: the imported image's whole root tree, its own /etc included
             // (a recipe build's scratch root is entered writable, so that what its steps install lands in it)
             // (read-only: bound from its idmapped mount when Berth is root, so its files keep their owners inside)
-            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind",
+            // (made writable for this workspace when Berth is root: the overlay of RootOverlay, its changes in the layer)
+            boolean overlay = imageRoot != null && imageRoot.equals(dev.berth.engine.host.RootOverlay.merged(layout.runtime()));
+            c.addAll(List.of(req.image().writable() || overlay ? "--bind" : "--ro-bind",
                     (imageRoot != null ? imageRoot : req.image().rootTree()).toString(), "/"));
         } else {
             // read-only base: the host's /usr and a curated /etc

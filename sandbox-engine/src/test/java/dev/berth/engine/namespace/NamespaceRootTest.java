@@ -113,12 +113,17 @@ class NamespaceRootTest {
         String ws = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, null, null, null, "tiny")).workspace().id();
         // root's files are root's (unmapped they would show as the overflow id 65534)
         assertEquals("/etc/os-release\n", sh(ws, "find /etc/os-release -user 0 -group 0"));
-        RunResult w = engine.run(Tenant.LOCAL, RunRequest.of(ws, "echo x > /bin/berth-new"), OutputListener.NONE);
-        assertTrue(w.exitCode() != 0, "the image's root is writable: " + w);
-        // its /etc is the workspace's own copy: written inside, the shared image unchanged
+        // the image's root is the workspace's own, writable copy (an overlay, its changes in the layer): written
+        // inside, kept across park, the shared image unchanged
         String before = Files.readString(imageFile("etc/os-release"));
-        assertEquals("x\n", sh(ws, "echo x > /etc/os-release && cat /etc/os-release"));
+        assertEquals("x\nnew\n", sh(ws, "echo x > /etc/os-release && echo new > /bin/berth-new && chown 1000:1000 /bin/berth-new"
+                + " && cat /etc/os-release /bin/berth-new"));
+        engine.park(Tenant.LOCAL, ws);
+        assertEquals("new 1000:1000\n", sh(ws, "cat /bin/berth-new | tr -d '\\n'; echo \" $(stat -c %u:%g /bin/berth-new)\""), "after park");
         assertEquals(before, Files.readString(imageFile("etc/os-release")), "the image's own file was written");
+        assertTrue(!Files.exists(imageFile("bin/berth-new")), "the image was written");
+        String other = engine.open(Tenant.LOCAL, new OpenRequest(null, null, null, null, null, null, null, "tiny")).workspace().id();
+        assertEquals("absent\n", sh(other, "test -e /bin/berth-new || echo absent"));
     }
 
     /**
