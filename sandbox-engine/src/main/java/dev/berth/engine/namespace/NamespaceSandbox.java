@@ -30,6 +30,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class NamespaceSandbox implements Sandbox {
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(15);
+    /** The size of a workspace's /run (a tmpfs, charged to its memory), at most its memory. */
+    static final int RUN_MIB = 64;
 
     private final Process process;
     private final AgentClient agent;
@@ -189,9 +191,12 @@ final class NamespaceSandbox implements Sandbox {
             c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
         }
         // the agent and its socket
-        c.addAll(List.of("--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
+        // /run is writable, as a normal machine's (lock files: adduser's /run/adduser, a daemon's pid file), and
+        // small; the agent's binary and socket directory are mounts in it, which a workload can neither replace nor
+        // remove (a run does not see the socket directory at all)
+        c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), RUN_MIB) << 20), "--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
                 "--bind", layout.socketDir().toString(), "/run/berth"));
-        c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
+        c.addAll(List.of("--chdir", "/workspace", "--clearenv",
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
         // no nested user namespaces (with --userns the holder already set the namespace's limit to 0)
         if (userNsHolder <= 0) c.add("--disable-userns");
