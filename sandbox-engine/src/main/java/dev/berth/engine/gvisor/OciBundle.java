@@ -114,7 +114,12 @@ final class OciBundle {
         spec.put("ociVersion", "1.0.2");
         spec.put("process", process);
         // the imported image's root tree (read-only, never written), else the empty root made above
-        spec.put("root", Map.of("path", req.image() != null ? req.image().rootTree().toString() : "rootfs", "readonly", true));
+        // an imported image's root: the workspace's own writable overlay of it when the server mounted one
+        // (RootOverlay: its changes in the layer, the image never written), else its tree read-only
+        Path merged = dev.berth.engine.host.RootOverlay.merged(layout.runtime());
+        boolean overlay = req.image() != null && dev.berth.engine.host.DiskImage.isMounted(merged);
+        spec.put("root", Map.of("path", overlay ? merged.toString() : req.image() != null ? req.image().rootTree().toString() : "rootfs",
+                "readonly", !overlay));
         spec.put("hostname", GuestNames.HOSTNAME);
         spec.put("mounts", mounts);
         spec.put("linux", linux);
