@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 need=()
 for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs btrfs-progs util-linux procps curl python3 runsc \
            umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli chromium \
-           python3-pip maven openjdk-17-jdk-headless dpkg-dev; do
+           python3-pip maven openjdk-17-jdk-headless dpkg-dev postgresql; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -154,6 +154,32 @@ class NamespaceRootTest {
         assertTrue(other.exitCode() != 0, other.toString());
     }
 
+    /**
+     * PostgreSQL as on a normal machine (issue 32): root adds its user and gives it the data directory, the server is
+     * initialised and started by root dropping to that user (PostgreSQL refuses to run as root), and a client queries
+     * it over localhost. The host's Debian PostgreSQL (its /usr is this workspace's).
+     */
+    @Test
+    void postgresql_initialisedStartedAsItsUser_queriedOverLocalhost() throws Exception {
+        Path bin = null;
+        if (Files.isDirectory(Path.of("/usr/lib/postgresql"))) {
+            try (var s = Files.list(Path.of("/usr/lib/postgresql"))) {
+                bin = s.map(v -> v.resolve("bin")).filter(b -> Files.isExecutable(b.resolve("initdb"))).findFirst().orElse(null);
+            }
+        }
+        assumeTrue(bin != null && Files.isExecutable(Path.of("/usr/bin/psql")),
+                "PostgreSQL is not installed on this host (scripts/install-deps.sh installs the Debian package postgresql)");
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("pg"));
+        String out = sh("pg", "useradd -r -m -d /var/lib/pg -s /bin/sh postgres && mkdir -p /var/run/postgresql"
+                + " && chown postgres:postgres /var/run/postgresql"
+                + " && su postgres -c '" + bin + "/initdb -D /var/lib/pg/data -A trust -U postgres >/var/lib/pg/initdb.log'"
+                + " && su postgres -c '" + bin + "/pg_ctl -D /var/lib/pg/data -l /var/lib/pg/log -o \"-c listen_addresses=localhost\" -w start >/dev/null'"
+                + " && psql -h localhost -U postgres -Atc 'select current_user, 6*7'"
+                + " && stat -c %U /var/lib/pg/data/PG_VERSION && ps -o user= -p $(head -1 /var/lib/pg/data/postmaster.pid)"
+                + " && su postgres -c '" + bin + "/pg_ctl -D /var/lib/pg/data -w stop >/dev/null'");
+        assertEquals("postgres|42\npostgres\npostgres\n", out);
+    }
+
     @Test
     void idsOutsideTheRange_unmapped_chownRefused() throws Exception {
         engine.open(Tenant.LOCAL, OpenRequest.persistent("c"));
