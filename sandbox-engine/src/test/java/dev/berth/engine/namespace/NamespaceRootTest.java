@@ -180,6 +180,29 @@ class NamespaceRootTest {
         assertEquals("postgres|42\npostgres\npostgres\n", out);
     }
 
+    /**
+     * npm install as root of a small tree of local tarballs whose entries belong to other users (as published
+     * packages' do): npm keeps or sets their owners without a single TAR_ENTRY_ERROR (issue 32: 545 of them before),
+     * no registry involved.
+     */
+    @Test
+    void npmInstall_ofTarballsWithOtherOwners_hasNoTarEntryErrors() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/npm")), "npm is not installed on this host");
+        engine.open(Tenant.LOCAL, OpenRequest.persistent("n"));
+        String pack = "mkdir -p src/%1$s/package/lib && cd src/%1$s/package"
+                + " && printf '{\"name\":\"%1$s\",\"version\":\"1.0.0\",\"main\":\"lib/index.js\"%2$s}' > package.json"
+                + " && echo 'module.exports = \"%1$s\" + (%3$s);' > lib/index.js && cd .."
+                + " && tar --owner=1234 --group=5678 --mode=go-w -czf ../../%1$s-1.0.0.tgz package && cd ../..";
+        String out = sh("n", String.format(pack, "berth-leaf", "", "\"\"") + " && "
+                + String.format(pack, "berth-root", ",\"dependencies\":{\"berth-leaf\":\"file:../berth-leaf-1.0.0.tgz\"}",
+                        "require(\"berth-leaf\")")
+                + " && mkdir app && cd app && echo '{\"name\":\"app\",\"version\":\"1.0.0\"}' > package.json"
+                + " && npm install --offline --no-audit --no-fund --loglevel=warn ../berth-leaf-1.0.0.tgz ../berth-root-1.0.0.tgz 2>&1"
+                + " && node -e 'console.log(require(\"berth-root\"))'");
+        assertTrue(!out.contains("TAR_ENTRY_ERROR"), out);
+        assertTrue(out.strip().endsWith("berth-rootberth-leaf"), out);
+    }
+
     @Test
     void idsOutsideTheRange_unmapped_chownRefused() throws Exception {
         engine.open(Tenant.LOCAL, OpenRequest.persistent("c"));
