@@ -5,6 +5,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The parts of a workspace's root that a normal machine writes and the levels on the host kernel (namespace, gVisor)
@@ -38,34 +41,47 @@ public final class WritableRoot {
     public static void seed(Layout layout, Path baseEtc, RootImage image) throws IOException {
         Path layer = layout.layer();
         Path homes = layer.resolve(HOMES);
-        if (!Files.isDirectory(homes, LinkOption.NOFOLLOW_LINKS)) {
-            Files.createDirectories(homes);
-            Path imageHome = image == null ? null : image.rootTree().resolve("home");
-            if (imageHome != null && Files.isDirectory(imageHome, LinkOption.NOFOLLOW_LINKS)) {
-                HostCommand.exec("cp", "-a", "--no-preserve=ownership", imageHome + "/.", homes.toString());
-            }
-            layout.chownForSandbox(homes);
-        }
         Path marker = layer.resolve(SEEDED);
-        if (Files.exists(marker, LinkOption.NOFOLLOW_LINKS)) return;
+        boolean seedHomes = !Files.isDirectory(homes, LinkOption.NOFOLLOW_LINKS);
+        boolean seedEtc = !Files.exists(marker, LinkOption.NOFOLLOW_LINKS);
+        if (!seedHomes && !seedEtc) return;
         Path etc = layer.resolve(ETC);
-        Files.createDirectories(etc);
         Path from = image == null ? baseEtc : image.rootTree().resolve("etc");
-        if (Files.isDirectory(from, LinkOption.NOFOLLOW_LINKS)) {
-            // -n: the workspace's own hosts file (GuestNames) stays as it is
-            HostCommand.exec("cp", "-a", "-n", "--no-preserve=ownership", from + "/.", etc.toString());
-        }
+        Path imageHome = image == null ? null : image.rootTree().resolve("home");
+        // one process for the copies and their owner (a workspace's open waits for it): -n keeps the workspace's own
+        // hosts file (GuestNames); the copies belong to the workspace's root
+        HostCommand.exec("sh", "-c", """
+                set -e
+                if [ "$1" = 1 ]; then
+                  mkdir -p "$4"
+                  if [ -n "$6" ] && [ -d "$6" ]; then cp -a --no-preserve=ownership "$6/." "$4"; fi
+                  if [ -n "$7" ]; then chown -R --no-dereference "$7" "$4"; fi
+                fi
+                if [ "$2" = 1 ]; then
+                  mkdir -p "$5"
+                  if [ -d "$3" ]; then cp -a -n --no-preserve=ownership "$3/." "$5"; fi
+                  if [ -n "$7" ]; then chown -R --no-dereference "$7" "$5"; fi
+                fi
+                """, "berth-seed", seedHomes ? "1" : "0", seedEtc ? "1" : "0", from.toString(), homes.toString(), etc.toString(),
+                imageHome == null ? "" : imageHome.toString(), layout.uid() < 0 ? "" : layout.uid() + ":" + layout.uid());
+        if (!seedEtc) return;
         if (image != null) {
             // the names every workspace sees (GuestNames): before, bound read-only over the image's own files
-            for (String name : java.util.List.of("hostname", "resolv.conf")) {
+            List<Path> written = new ArrayList<>();
+            for (String name : List.of("hostname", "resolv.conf")) {
                 Path p = etc.resolve(name);
-                if (!Files.isSymbolicLink(p)) Files.copy(baseEtc.resolve(name), p, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                if (!Files.isSymbolicLink(p)) written.add(Files.copy(baseEtc.resolve(name), p, StandardCopyOption.REPLACE_EXISTING));
             }
             if (!GuestNames.imageHasNsswitch(image.rootTree()) && !Files.isSymbolicLink(etc.resolve("nsswitch.conf"))) {
-                Files.copy(baseEtc.resolve("nsswitch.conf"), etc.resolve("nsswitch.conf"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                written.add(Files.copy(baseEtc.resolve("nsswitch.conf"), etc.resolve("nsswitch.conf"), StandardCopyOption.REPLACE_EXISTING));
+            }
+            if (layout.uid() >= 0) {
+                for (Path p : written) {
+                    Files.setAttribute(p, "unix:uid", layout.uid(), LinkOption.NOFOLLOW_LINKS);
+                    Files.setAttribute(p, "unix:gid", layout.uid(), LinkOption.NOFOLLOW_LINKS);
+                }
             }
         }
-        layout.chownForSandbox(etc);
         Files.writeString(marker, "1\n");
     }
 
