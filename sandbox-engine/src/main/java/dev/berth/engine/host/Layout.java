@@ -240,7 +240,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         prepare();
         // an image whose owner is recorded is mapped onto this uid (constant time); an older one is chowned file by file
         if (usesImage() && !mapsOwner()) {
-            for (String d : List.of("workspace", "home", "usr-local", "var", WritableRoot.ETC, WritableRoot.HOMES)) chownForSandbox(layer().resolve(d));
+            for (String d : List.of("workspace", "home", "usr-local", "var", WritableRoot.ETC, WritableRoot.HOMES, RootOverlay.UPPER)) if (Files.exists(layer().resolve(d))) chownForSandbox(layer().resolve(d));
             if (uid >= 0) Files.writeString(ownerFile(), uid + "\n");
         }
     }
