@@ -69,8 +69,9 @@ final class OciBundle {
         mounts.add(mount("/root", "bind", s.resolve("home").toString(), List.of("rbind")));
         mounts.add(mount("/usr/local", "bind", s.resolve("usr-local").toString(), List.of("rbind")));
         mounts.add(mount("/var", "bind", s.resolve("var").toString(), List.of("rbind")));
-        // an imported image's /run is read-only and lacks the agent's mount points: they are made in a tmpfs on it
-        if (req.image() != null) mounts.add(mount("/run", "tmpfs", "tmpfs", List.of("size=1m", "mode=755")));
+        // /run is a small writable tmpfs, as a normal machine's (lock and pid files: adduser's /run/adduser), with
+        // the agent's mount points made in it (an imported image's /run is read-only and may lack them)
+        mounts.add(mount("/run", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 64) + "m", "mode=755")));
         mounts.add(mount("/run/berth-agent", "bind", image ? s.resolve(".berth/berth-agent").toString() : agent.toString(), List.of("bind", "ro")));
         mounts.add(mount("/run/berth", "bind", layout.socketDir().toString(), List.of("rbind")));
 

@@ -56,6 +56,8 @@ class GvisorRootTest {
         assertEquals("uid=1000(bob) gid=1000(bob) groups=1000(bob)\nbob /home/bob\nbob:bob\n", sh("g",
                 "useradd -m -s /bin/sh bob && su bob -c 'id; echo $(whoami) $HOME; touch ~/mine' && find /home/bob/mine -printf '%u:%g\\n'"));
         // root hands a file to the user, and the user's own writes stay the user's
+        // a system user as a package's maintainer script adds it (adduser locks /run/adduser)
+        assertEquals("svc\n", sh("g", "adduser --system --group --no-create-home svc >/dev/null 2>&1; id -un svc"));
         assertEquals("bob\n", sh("g", "touch /workspace/f && chown bob /workspace/f && su bob -c 'echo x >> /workspace/f' && find /workspace/f -printf '%u\\n'"));
         assertTrue(!Files.readString(BaseEtc.prepare(home.resolve("images")).resolve("passwd")).contains("bob"),
                 "the shared built-in /etc was written");
