@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 need=()
 for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs btrfs-progs util-linux procps curl python3 runsc \
            umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli chromium \
-           python3-pip python3-setuptools python3-wheel iproute2 golang-go maven openjdk-17-jdk-headless etcd-server etcd-client; do
+           python3-pip python3-setuptools python3-wheel iproute2 golang-go maven openjdk-17-jdk-headless etcd-server etcd-client \
+           dpkg-dev postgresql; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

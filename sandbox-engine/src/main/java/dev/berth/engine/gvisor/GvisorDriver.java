@@ -147,7 +147,13 @@ public final class GvisorDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                // the workspace's own writable /etc and /home (a recipe build's scratch root is writable already)
+                if (request.image() == null || !request.image().writable()) dev.berth.engine.host.WritableRoot.seed(layout, etc, request.image());
                 dev.berth.engine.host.GuestNames.prepare(request.image(), layout);
+                // the image's root made writable for this workspace alone (its changes in the layer)
+                if (request.image() != null && !request.image().writable() && dev.berth.engine.host.HostIdentity.isRoot()) {
+                    dev.berth.engine.host.RootOverlay.mount(request.image().rootTree(), layout);
+                }
                 GvisorSandbox.removeCgroups(request.workspaceId()); // a previous sandbox's, if it died
                 String cgroup = request.workspaceId() + "-" + Long.toHexString(System.nanoTime() & 0xffffffffL);
                 Path bundle = OciBundle.write(Files.createDirectories(request.runtimeDir().resolve("bundle")), layout, etc, agent,
@@ -168,6 +174,7 @@ public final class GvisorDriver implements IsolationDriver {
         if (runsc != null && Files.isDirectory(root)) {
             GvisorSandbox.forceDelete(runsc, root, runtimeDir.getFileName().toString(), null);
         }
+        DiskImage.unmount(dev.berth.engine.host.RootOverlay.merged(runtimeDir)); // over the layer: first
         DiskImage.unmount(runtimeDir.resolve("disk"));
         DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
         GvisorSandbox.removeCgroups(runtimeDir.getFileName().toString());

@@ -40,7 +40,7 @@ final class OciBundle {
      */
     static Path write(Path bundle, Layout layout, Path etc, Path agent, StartRequest req, String cgroup) throws IOException {
         Path rootfs = bundle.resolve("rootfs");
-        for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "workspace", "root", "var", "run/berth")) {
+        for (String d : List.of("proc", "dev", "sys", "tmp", "usr", "etc", "home", "workspace", "root", "var", "run/berth")) {
             Files.createDirectories(rootfs.resolve(d));
         }
         Files.createDirectories(rootfs.resolve("usr/local"));
@@ -57,21 +57,21 @@ final class OciBundle {
         mounts.add(mount("/proc", "proc", "proc", List.of()));
         if (req.image() == null) {
             mounts.add(mount("/usr", "bind", "/usr", List.of("rbind", "ro")));
-            mounts.add(mount("/etc", "bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), List.of("rbind", "ro")));
         }
-        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
-        // built-in hostname and resolver files
-        for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
-                image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
-            mounts.add(mount(v.target(), "bind", v.source().toString(), v.writable() ? List.of("bind") : List.of("bind", "ro")));
+        // the workspace's own writable /etc and /home in its layer (WritableRoot): seeded from the built-in /etc or
+        // the image's, with the names every workspace sees (GuestNames) and its own hosts file in it
+        mounts.add(mount("/etc", "bind", s.resolve(dev.berth.engine.host.WritableRoot.ETC).toString(), List.of("rbind")));
+        if (dev.berth.engine.host.WritableRoot.canMountHome(req.image())) {
+            mounts.add(mount("/home", "bind", s.resolve(dev.berth.engine.host.WritableRoot.HOMES).toString(), List.of("rbind")));
         }
         mounts.add(mount("/tmp", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 1024) + "m")));
         mounts.add(mount("/workspace", "bind", s.resolve("workspace").toString(), List.of("rbind")));
         mounts.add(mount("/root", "bind", s.resolve("home").toString(), List.of("rbind")));
         mounts.add(mount("/usr/local", "bind", s.resolve("usr-local").toString(), List.of("rbind")));
         mounts.add(mount("/var", "bind", s.resolve("var").toString(), List.of("rbind")));
-        // an imported image's /run is read-only and lacks the agent's mount points: they are made in a tmpfs on it
-        if (req.image() != null) mounts.add(mount("/run", "tmpfs", "tmpfs", List.of("size=1m", "mode=755")));
+        // /run is a small writable tmpfs, as a normal machine's (lock and pid files: adduser's /run/adduser), with
+        // the agent's mount points made in it (an imported image's /run is read-only and may lack them)
+        mounts.add(mount("/run", "tmpfs", "tmpfs", List.of("size=" + Math.min(req.resources().memoryMiB(), 64) + "m", "mode=755")));
         mounts.add(mount("/run/berth-agent", "bind", image ? s.resolve(".berth/berth-agent").toString() : agent.toString(), List.of("bind", "ro")));
         mounts.add(mount("/run/berth", "bind", layout.socketDir().toString(), List.of("rbind")));
 
@@ -115,7 +115,12 @@ final class OciBundle {
         spec.put("ociVersion", "1.0.2");
         spec.put("process", process);
         // the imported image's root tree (read-only, never written), else the empty root made above
-        spec.put("root", Map.of("path", req.image() != null ? req.image().rootTree().toString() : "rootfs", "readonly", true));
+        // an imported image's root: the workspace's own writable overlay of it when the server mounted one
+        // (RootOverlay: its changes in the layer, the image never written), else its tree read-only
+        Path merged = dev.berth.engine.host.RootOverlay.merged(layout.runtime());
+        boolean overlay = req.image() != null && dev.berth.engine.host.DiskImage.isMounted(merged);
+        spec.put("root", Map.of("path", overlay ? merged.toString() : req.image() != null ? req.image().rootTree().toString() : "rootfs",
+                "readonly", !overlay));
         spec.put("hostname", GuestNames.HOSTNAME);
         spec.put("mounts", mounts);
         spec.put("linux", linux);

@@ -240,7 +240,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
         prepare();
         // an image whose owner is recorded is mapped onto this uid (constant time); an older one is chowned file by file
         if (usesImage() && !mapsOwner()) {
-            for (String d : List.of("workspace", "home", "usr-local", "var")) chownForSandbox(layer().resolve(d));
+            for (String d : List.of("workspace", "home", "usr-local", "var", WritableRoot.ETC, WritableRoot.HOMES, RootOverlay.UPPER)) if (Files.exists(layer().resolve(d))) chownForSandbox(layer().resolve(d));
             if (uid >= 0) Files.writeString(ownerFile(), uid + "\n");
         }
     }
@@ -282,6 +282,7 @@ public record Layout(Path state, Path runtime, String workspaceId, int uid, int 
     /** Detaches the image (if mounted); the sandbox's processes must be gone or going. */
     public void release() {
         if (pool != null) pool.awaitFlushes(java.time.Duration.ofSeconds(5)); // a flush's sync -f holds the layer's mount
+        DiskImage.unmount(RootOverlay.merged(runtime)); // its upper directory is in the layer
         DiskImage.unmount(mountPoint());
         DiskImage.unmount(rawMountPoint());
         DiskImage.unmount(imageRoot());

@@ -238,10 +238,24 @@ final class LayerApplier {
         else Files.deleteIfExists(target);
     }
 
+    /** Ids an image's files may keep: the 65,536 a workspace maps (namespace level: its slot; issue 32). */
+    static final long MAPPED_IDS = 65_536;
+    /** What an id beyond {@link #MAPPED_IDS} becomes: the overflow id (nobody, nogroup), as an unmapped id shows anyway. */
+    static final int OVERFLOW_ID = 65_534;
+
     private void own(Path p, TarArchiveEntry e, int mode) throws IOException {
+        long uid = e.getLongUserId(), gid = e.getLongGroupId();
+        if (uid >= MAPPED_IDS || gid >= MAPPED_IDS || uid < 0 || gid < 0) {
+            // the mapping rule, listed in the import's report: ids 0..65,535 are kept, any other becomes 65534
+            long u = uid >= 0 && uid < MAPPED_IDS ? uid : OVERFLOW_ID, g = gid >= 0 && gid < MAPPED_IDS ? gid : OVERFLOW_ID;
+            report.changed("/" + root.relativize(p) + ": owner " + uid + ":" + gid + " is outside the 65,536 ids a workspace maps;"
+                    + " imported as " + u + ":" + g + " (an id above 65,535 becomes 65534, nobody/nogroup)");
+            uid = u;
+            gid = g;
+        }
         if (root0) {
-            Files.setAttribute(p, "unix:gid", (int) e.getLongGroupId(), NOFOLLOW);
-            Files.setAttribute(p, "unix:uid", (int) e.getLongUserId(), NOFOLLOW);
+            Files.setAttribute(p, "unix:gid", (int) gid, NOFOLLOW);
+            Files.setAttribute(p, "unix:uid", (int) uid, NOFOLLOW);
         }
         if (mode >= 0) Files.setAttribute(p, "unix:mode", mode); // after chown, which clears setuid/setgid bits
         if (e.getLastModifiedTime() != null) {

@@ -163,9 +163,13 @@ public final class NamespaceDriver implements IsolationDriver {
                             + " verification, so they are never damaged and never inspected: open them as usual");
                 }
                 if (layout.usesImage()) layout.installBase(etc, agent);
+                // the workspace's own writable /etc and /home (a recipe build's scratch root is writable already)
+                if (request.image() == null || !request.image().writable()) dev.berth.engine.host.WritableRoot.seed(layout, etc, request.image());
                 GuestNames.prepare(request.image(), layout);
                 // an imported image's read-only root, its owners shifted onto the workspace's ids (Berth root)
                 Path imageRoot = request.image() == null || request.image().writable() ? null : layout.mountImageRoot(request.image().rootTree());
+                // made writable for this workspace alone: an overlay whose upper directory is in its layer (Berth root)
+                if (imageRoot != null && HostIdentity.isRoot()) imageRoot = dev.berth.engine.host.RootOverlay.mount(imageRoot, layout);
                 return NamespaceSandbox.launch(bwrap, agent, etc, layout, request, settings, imageRoot);
             } catch (IOException | SandboxException | RuntimeException e) {
                 layout.release();
@@ -187,6 +191,7 @@ public final class NamespaceDriver implements IsolationDriver {
         // The sandbox dies with the server (--die-with-parent); left behind can be the image mount (detached first:
         // the engine deletes the runtime directory next, and must not reach the workspace's files through it) and
         // the cgroups.
+        DiskImage.unmount(dev.berth.engine.host.RootOverlay.merged(runtimeDir)); // over the layer: first
         DiskImage.unmount(runtimeDir.resolve("disk"));
         DiskImage.unmount(runtimeDir.resolve("disk.raw")); // a crash between the two mounts of an idmapped image
         DiskImage.unmount(runtimeDir.resolve("image-root"));

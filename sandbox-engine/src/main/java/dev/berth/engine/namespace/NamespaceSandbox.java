@@ -30,6 +30,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class NamespaceSandbox implements Sandbox {
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(15);
+    /** The size of a workspace's /run (a tmpfs, charged to its memory), at most its memory. */
+    static final int RUN_MIB = 64;
 
     private final Process process;
     private final AgentClient agent;
@@ -145,7 +147,9 @@ final class NamespaceSandbox implements Sandbox {
             // read-only base: the imported image's whole root tree, its own /etc included
             // (a recipe build's scratch root is entered writable, so that what its steps install lands in it)
             // (read-only: bound from its idmapped mount when Berth is root, so its files keep their owners inside)
-            c.addAll(List.of(req.image().writable() ? "--bind" : "--ro-bind",
+            // (made writable for this workspace when Berth is root: the overlay of RootOverlay, its changes in the layer)
+            boolean overlay = imageRoot != null && imageRoot.equals(dev.berth.engine.host.RootOverlay.merged(layout.runtime()));
+            c.addAll(List.of(req.image().writable() || overlay ? "--bind" : "--ro-bind",
                     (imageRoot != null ? imageRoot : req.image().rootTree()).toString(), "/"));
         } else {
             // read-only base: the host's /usr and a curated /etc
@@ -157,18 +161,25 @@ final class NamespaceSandbox implements Sandbox {
                     c.addAll(List.of("--ro-bind", "/" + l, "/" + l));
                 }
             }
-            // in the image layout /etc and the agent are root-owned copies inside the image: no bind names a host path
-            c.addAll(List.of("--ro-bind", image ? s.resolve(".berth/etc").toString() : etc.toString(), "/etc"));
         }
-        // the names every workspace sees (GuestNames): its own writable /etc/hosts, and over an image's /etc the
-        // built-in hostname and resolver files (copies inside the image layout, as /etc above)
-        try {
-            for (GuestNames.Cover v : GuestNames.covers(req.image() == null ? null : req.image().rootTree(),
-                    image ? s.resolve(".berth/etc") : etc, s.resolve(GuestNames.LAYER_HOSTS))) {
-                c.addAll(List.of(v.writable() ? "--bind" : "--ro-bind", v.source().toString(), v.target()));
+        boolean writableRoot = req.image() == null || !req.image().writable();
+        if (writableRoot) {
+            // the workspace's own writable /etc and /home (WritableRoot), in its layer: seeded from the built-in /etc
+            // or the image's, with the names every workspace sees (GuestNames) and its own hosts file in it
+            c.addAll(List.of("--bind", s.resolve(dev.berth.engine.host.WritableRoot.ETC).toString(), "/etc"));
+            if (dev.berth.engine.host.WritableRoot.canMountHome(req.image())) {
+                c.addAll(List.of("--bind", s.resolve(dev.berth.engine.host.WritableRoot.HOMES).toString(), "/home"));
             }
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } else {
+            // a recipe build's scratch root: its own /etc, with the names every workspace sees put over it
+            try {
+                for (GuestNames.Cover v : GuestNames.covers(req.image().rootTree(), image ? s.resolve(".berth/etc") : etc,
+                        s.resolve(GuestNames.LAYER_HOSTS))) {
+                    c.addAll(List.of(v.writable() ? "--bind" : "--ro-bind", v.source().toString(), v.target()));
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
         c.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), 1024) << 20), "--tmpfs", "/tmp"));
@@ -180,9 +191,12 @@ final class NamespaceSandbox implements Sandbox {
             c.addAll(List.of("--bind", s.resolve("var").toString(), "/var"));
         }
         // the agent and its socket
-        c.addAll(List.of("--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
+        // /run is writable, as a normal machine's (lock files: adduser's /run/adduser, a daemon's pid file), and
+        // small; the agent's binary and socket directory are mounts in it, which a workload can neither replace nor
+        // remove (a run does not see the socket directory at all)
+        c.addAll(List.of("--size", String.valueOf((long) Math.min(req.resources().memoryMiB(), RUN_MIB) << 20), "--tmpfs", "/run", "--ro-bind", image ? s.resolve(".berth/berth-agent").toString() : agentBin.toString(), "/run/berth-agent",
                 "--bind", layout.socketDir().toString(), "/run/berth"));
-        c.addAll(List.of("--remount-ro", "/run", "--chdir", "/workspace", "--clearenv",
+        c.addAll(List.of("--chdir", "/workspace", "--clearenv",
                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
         // no nested user namespaces (with --userns the holder already set the namespace's limit to 0)
         if (userNsHolder <= 0) c.add("--disable-userns");

@@ -87,6 +87,30 @@ class ImageImportTest {
         assertEquals(1, Files.list(store().dir().resolve("store")).count());
     }
 
+    /**
+     * Owners beyond the 65,536 ids a workspace maps (issue 32): imported as 65534 (nobody/nogroup) by a rule the
+     * import's report states, file by file; ids within the range are kept.
+     */
+    @Test
+    void ownersBeyondTheMappedIds_importedAsTheOverflowId_listedInTheReport() throws Exception {
+        TestLayouts.Layer upper = new TestLayouts.Layer().dir("var", 0755)
+                .file("var/high", "h", 0644, 70000, 100).file("var/group", "g", 0644, 1000, 80000).file("var/kept", "k", 0644, 65535, 65535);
+        Path layout = TestLayouts.write(tmp.resolve("layout"), new TestLayouts.Spec(), base(), upper);
+        ImageRecord r = store().importFrom(layout + ":v1", "ids", ImportLimits.DEFAULT, progress::add);
+        Path root = store().contentDir(r.digest()).resolve("rootfs");
+        assertEquals(2, r.report().changedCount(), r.report().toString());
+        assertTrue(r.report().changed().contains("/var/high: owner 70000:100 is outside the 65,536 ids a workspace maps;"
+                + " imported as 65534:100 (an id above 65,535 becomes 65534, nobody/nogroup)"), r.report().toString());
+        assertTrue(r.report().changed().stream().anyMatch(l -> l.startsWith("/var/group: owner 1000:80000 ") && l.contains("imported as 1000:65534")),
+                r.report().toString());
+        if (HostIdentity.isRoot()) {
+            assertEquals(65534, Files.getAttribute(root.resolve("var/high"), "unix:uid"));
+            assertEquals(100, Files.getAttribute(root.resolve("var/high"), "unix:gid"));
+            assertEquals(65534, Files.getAttribute(root.resolve("var/group"), "unix:gid"));
+            assertEquals(65535, Files.getAttribute(root.resolve("var/kept"), "unix:uid"));
+        }
+    }
+
     @Test
     void remove_refusedWhileInUse_thenRemovesContentWithTheLastName() throws Exception {
         Path layout = TestLayouts.write(tmp.resolve("layout"), new TestLayouts.Spec(), base());

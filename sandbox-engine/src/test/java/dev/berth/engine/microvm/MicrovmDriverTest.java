@@ -102,6 +102,20 @@ class MicrovmDriverTest {
         assertTrue(shared.hostPid() > 0);
     }
 
+    /**
+     * Root adds a user and becomes it (issue 32): the guest's /etc is its own and writable. The test image is busybox
+     * without adduser (the host's busybox-static has none), so the user is added the way useradd does it, in the
+     * account files; su is busybox's.
+     */
+    @Test
+    void rootAddsAUser_andSuRunsAsIt() throws Exception {
+        Guest.Result r = Guest.sh(shared.agent(), "grep -q '^bob:' /etc/passwd || { echo 'bob:x:1000:1000::/home/bob:/bin/sh' >> /etc/passwd"
+                + " && echo 'bob:x:1000:' >> /etc/group; } && mkdir -p /home/bob && chown bob:bob /home/bob"
+                + " && su bob -c 'id -un; id -u; touch /home/bob/mine' && stat -c %U:%G /home/bob/mine");
+        assertEquals("bob\n1000\nbob:bob\n", r.out(), r.err());
+        assertEquals(0, r.code(), r.err());
+    }
+
     @Test
     void flushInBackground_writesTheGuestsDirtyPagesAndTheRamFileOut_atMostOncePerInterval() throws Exception {
         Guest.sh(shared.agent(), "dd if=/dev/urandom of=/tmp/dirty bs=1M count=8 2>/dev/null; rm /tmp/dirty");
