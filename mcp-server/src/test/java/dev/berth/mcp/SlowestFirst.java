@@ -13,9 +13,10 @@ import org.junit.jupiter.api.ClassOrderer;
 import org.junit.jupiter.api.ClassOrdererContext;
 
 /**
- * The order the end-to-end classes start in when two run at once (failsafe's JUnit configuration in
- * {@code mcp-server/pom.xml}): the slowest first, so the last class to start is a short one and both threads end
- * near the same time. The weights are the classes' run times from a fresh-clone run of the whole suite
+ * The order of the end-to-end classes when two run at once (failsafe's JUnit configuration in
+ * {@code mcp-server/pom.xml}): the slowest first. JUnit forks the classes in this order into a fork-join pool and its
+ * own thread then joins them from the end, so one thread takes the slowest classes first and the other the quickest
+ * first (seen in the suite's log): the two meet among the middling ones, and no long class starts last. The weights are the classes' run times from a fresh-clone run of the whole suite
  * ({@code e2e-class-seconds.txt}, written from {@code scripts/test-times.sh}' report); a class missing there (a new
  * one) counts as {@link #UNKNOWN} seconds. Ties keep their names' order, so the order is the same on every run.
  */
