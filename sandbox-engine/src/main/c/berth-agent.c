@@ -225,8 +225,11 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     free(name);
     /* tunnel flow control only when the host offers it: an older host never sends WINDOW on a tunnel */
     g_tunnel_windows = tunnel_enabled() && (caps & CAP_TUNNEL_WINDOW) != 0;
+    /* EXIT's list of processes a run left behind, only to a host that reads it */
+    g_exit_left = g_isolate_runs && (caps & CAP_EXIT_LEFT) != 0;
     uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
-                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH | (g_tunnel_windows ? CAP_TUNNEL_WINDOW : 0);
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH | (g_tunnel_windows ? CAP_TUNNEL_WINDOW : 0) |
+                    (g_exit_left ? CAP_EXIT_LEFT : 0);
     const char *build = BERTH_BUILD;
     size_t bl = strlen(build), tl = strlen(g_session_tag);
     /* u16 version, u32 caps, str name, str session (version 3) */
@@ -409,7 +412,7 @@ static void describe(void) {
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"CAP_TUNNEL_WINDOW", CAP_TUNNEL_WINDOW}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"CAP_TUNNEL_WINDOW", CAP_TUNNEL_WINDOW}, {"CAP_EXIT_LEFT", CAP_EXIT_LEFT}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -421,6 +424,8 @@ static void describe(void) {
     printf("PORT_WINDOW %u\n", PORT_WINDOW);
     printf("TUNNEL_WINDOW %u\n", TUNNEL_WINDOW);
     printf("DETACHED_KEEP %u\n", DETACHED_KEEP);
+    printf("LEFT_LISTED %u\n", LEFT_LISTED);
+    printf("LEFT_COMMAND %u\n", LEFT_COMMAND);
 }
 
 /* ---------------------------------------------------------------- main loop */

@@ -31,6 +31,8 @@ struct proc {
     int reaped, status;
     int fd_out, fd_err, fd_in;
     int fd_status;         /* confined runs: the run init reports the command's wait status here */
+    unsigned char *left;   /* confined runs: what the command left behind (u32 total, u32 listed, entries), or NULL */
+    size_t left_len;
     struct buf in;         /* STDIN bytes the child has not read yet */
     int in_close_pending;  /* empty STDIN seen: close the pipe once `in` is written */
     int64_t in_progress_at; /* last time the child took stdin bytes (or the buffer crossed STDIN_HIGH) */
@@ -99,7 +101,38 @@ static void send_exit(struct proc *p) {
     put_u32(e, (uint32_t)code);
     put_u32(e + 4, (uint32_t)sig);
     e[8] = (unsigned char)(p->timed_out ? 1 : 0);
-    send_frame(T_EXIT, p->chan, e, sizeof e);
+    if (!g_exit_left) {
+        send_frame(T_EXIT, p->chan, e, sizeof e);
+        return;
+    }
+    /* CAP_EXIT_LEFT: u32 total, u32 listed, listed x (u32 pid, str command) follow */
+    unsigned char x[9 + LEFT_REPORT];
+    memcpy(x, e, sizeof e);
+    size_t n = sizeof e;
+    if (p->left && p->left_len >= 8) {
+        memcpy(x + n, p->left, p->left_len);
+        n += p->left_len;
+    } else {
+        memset(x + n, 0, 8);
+        n += 8;
+    }
+    send_frame(T_EXIT, p->chan, x, n);
+}
+
+/* Checks the run init's report (it is ours, but runs in the run's namespace: trust its shape no further than needed)
+ * and keeps it for EXIT. */
+static void keep_left(struct proc *p, const unsigned char *b, size_t n) {
+    struct rd r = {b, n, 0};
+    uint32_t total, listed;
+    if (rd_u32(&r, &total) < 0 || rd_u32(&r, &listed) < 0 || listed > LEFT_LISTED || listed > total) return;
+    for (uint32_t i = 0; i < listed; i++) {
+        uint32_t pid, len;
+        if (rd_u32(&r, &pid) < 0 || pid == 0 || rd_u32(&r, &len) < 0 || len > LEFT_COMMAND || len > r.len - r.off) return;
+        r.off += len;
+    }
+    if (r.off != n || !(p->left = malloc(n))) return;
+    memcpy(p->left, b, n);
+    p->left_len = n;
 }
 
 static void free_kept(struct proc *p) {
@@ -110,6 +143,7 @@ static void free_kept(struct proc *p) {
 
 static void free_proc(struct proc *p) {
     free_kept(p);
+    free(p->left);
     for (struct proc **pp = &g_procs; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -702,9 +736,10 @@ void exec_on_sigchld(void) {
                 p->status = status;
                 if (p->fd_status >= 0) {
                     /* a confined run: the init exited 0; the command's own status came first on the pipe */
-                    unsigned char b[4];
+                    unsigned char b[LEFT_REPORT + 1];
                     ssize_t n = read(p->fd_status, b, sizeof b);
-                    if (n == 4) p->status = (int)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+                    if (n >= 4) p->status = (int)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+                    if (n > 4 && (size_t)n <= LEFT_REPORT) keep_left(p, b + 4, (size_t)n - 4);
                     close_fd(&p->fd_status);
                 }
                 p->grace_at = now_ms() + DRAIN_GRACE_MS;

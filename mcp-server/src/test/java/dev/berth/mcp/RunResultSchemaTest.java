@@ -32,4 +32,18 @@ class RunResultSchemaTest {
         SchemaCheck.assertValid("run", tree);
         org.junit.jupiter.api.Assertions.assertEquals("registry.npmjs.org", tree.get("egress_filtered").get(0).get("host").asString());
     }
+
+    @Test
+    void runResult_withStoppedProcesses_isValidAndListsThem() {
+        RunResult r = new RunResult("ws-1", 0, 0, "started\n", "", 8, 0, false, false, 12, false, false,
+                "1 process(es) the command started were still running when it ended and were stopped", List.of(), List.of(),
+                List.of(), null, null, null, null, null, null, null, List.of(),
+                List.of(new RunResult.StoppedProcess(7, "npm run dev"), new RunResult.StoppedProcess(9, "[node]")));
+        var tree = McpBridge.JSON.valueToTree(Results.run(r));
+        SchemaCheck.assertValid("run", tree);
+        org.junit.jupiter.api.Assertions.assertEquals("npm run dev", tree.get("stopped_processes").get(0).get("command").asString());
+        var none = McpBridge.JSON.valueToTree(Results.run(new RunResult("ws-1", 0, 0, "", "", 0, 0, false, false, 1, false, false,
+                null, List.of(), List.of(), List.of(), null, null, null, null, null, null, null)));
+        org.junit.jupiter.api.Assertions.assertFalse(none.has("stopped_processes"), "absent when none: " + none);
+    }
 }

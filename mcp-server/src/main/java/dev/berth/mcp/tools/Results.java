@@ -105,7 +105,8 @@ public final class Results {
                @JsonInclude(JsonInclude.Include.NON_NULL) String expiresAt,
                @JsonInclude(JsonInclude.Include.NON_EMPTY) List<SecretUse> secretsUsed,
                @JsonInclude(JsonInclude.Include.NON_NULL) String runId,
-               @JsonInclude(JsonInclude.Include.NON_NULL) Map<String, Object> receipt) {}
+               @JsonInclude(JsonInclude.Include.NON_NULL) Map<String, Object> receipt,
+               @JsonInclude(JsonInclude.Include.NON_EMPTY) List<RunResult.StoppedProcess> stoppedProcesses) {}
 
     /** A background process, in the run result's shape (exit_code null while it runs). */
     record Process(String workspace, Integer exitCode, int signal, String stdout, String stderr, long stdoutBytes,
@@ -147,7 +148,7 @@ public final class Results {
         return map(new Run(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
                 r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), r.resumed(),
                 r.note(), r.agentConfigChanges(), r.egressDenied(), r.egressFiltered(), r.recovered(),
-                text(r.idleParkAt()), text(r.expiresAt()), r.secretsUsed(), r.runId(), r.receipt()));
+                text(r.idleParkAt()), text(r.expiresAt()), r.secretsUsed(), r.runId(), r.receipt(), r.stoppedProcesses()));
     }
 
     public static Map<String, Object> process(ProcessStatus p) {

@@ -66,7 +66,7 @@ public final class AgentClient implements AutoCloseable {
         c.reader.start();
         try {
             int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH
-                    | Protocol.CAP_TUNNEL_WINDOW;
+                    | Protocol.CAP_TUNNEL_WINDOW | Protocol.CAP_EXIT_LEFT;
             c.send(Protocol.HELLO, 0, new PayloadWriter().u16(Protocol.VERSION).u32(caps).str(HOST_NAME).toBytes());
             Frame f = c.await(c.hello, helloTimeout, "HELLO");
             PayloadReader r = new PayloadReader(f);
@@ -93,6 +93,9 @@ public final class AgentClient implements AutoCloseable {
 
     /** Whether the agent runs every command confined below itself ({@code --isolate-runs}, HELLO cap CAP_CONFINED_RUNS). */
     public boolean confinedRuns() { return (agentCaps & Protocol.CAP_CONFINED_RUNS) != 0; }
+
+    /** Whether EXIT lists the processes a run left behind (HELLO cap CAP_EXIT_LEFT, announced by both sides). */
+    boolean exitLeft() { return (agentCaps & Protocol.CAP_EXIT_LEFT) != 0; }
 
     /** Build id the agent announced in its HELLO. */
     public String agentName() { return agentName; }

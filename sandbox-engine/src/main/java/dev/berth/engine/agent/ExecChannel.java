@@ -56,8 +56,9 @@ final class ExecChannel implements ExecHandle {
                 int code = r.i32();
                 int sig = r.i32();
                 int timedOut = r.u8();
+                ExecExit e = client.exitLeft() ? withLeft(r, code, sig, timedOut != 0) : new ExecExit(code, sig, timedOut != 0);
                 r.end();
-                exit.complete(new ExecExit(code, sig, timedOut != 0));
+                exit.complete(e);
                 return true;
             }
             case Protocol.ERROR -> {
@@ -67,6 +68,23 @@ final class ExecChannel implements ExecHandle {
             }
             default -> throw new ProtocolException("unexpected " + f + " on exec channel " + chan);
         }
+    }
+
+    /** EXIT's CAP_EXIT_LEFT tail: u32 total, u32 listed, listed x (u32 pid, str command). */
+    private static ExecExit withLeft(PayloadReader r, int code, int sig, boolean timedOut) throws ProtocolException {
+        int total = r.i32();
+        int listed = r.i32();
+        if (listed < 0 || listed > Protocol.LEFT_LISTED || total < listed) {
+            throw new ProtocolException("EXIT lists " + Integer.toUnsignedString(listed) + " of " + Integer.toUnsignedString(total) + " processes left");
+        }
+        var left = new java.util.ArrayList<ExecExit.LeftProcess>(listed);
+        for (int i = 0; i < listed; i++) {
+            int pid = r.i32();
+            String cmd = r.str();
+            if (pid <= 0 || cmd.length() > Protocol.LEFT_COMMAND) throw new ProtocolException("EXIT lists a left process with pid " + pid + " and a " + cmd.length() + "-character command");
+            left.add(new ExecExit.LeftProcess(pid, cmd));
+        }
+        return new ExecExit(code, sig, timedOut, left, total);
     }
 
     private void requireStarted(Frame f) throws ProtocolException {

@@ -46,6 +46,7 @@ final class Protocol {
     static final int CAP_PORTS = 0x20;
     static final int CAP_ATTACH = 0x40;
     static final int CAP_TUNNEL_WINDOW = 0x80;
+    static final int CAP_EXIT_LEFT = 0x100;
     static final int EXEC_STDIN = 0x1;
     static final int WRITE_TRUNCATE = 0x1;
     static final int WRITE_APPEND = 0x2;
@@ -59,6 +60,8 @@ final class Protocol {
     static final int PORT_WINDOW = 262144;
     static final int TUNNEL_WINDOW = 1048576;
     static final int DETACHED_KEEP = 262144;
+    static final int LEFT_LISTED = 16;
+    static final int LEFT_COMMAND = 200;
 
     /** Bytes before the payload: u32 len, u8 type, u32 chan. */
     static final int HEADER = 9;

@@ -180,10 +180,20 @@ public final class Runner {
         dev.berth.engine.metrics.CallPhases.mark("agent.started_to_exit");
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
-        String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
+        String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : stoppedNote(exit);
+        var stopped = exit.left().stream().map(l -> new RunResult.StoppedProcess(l.pid(), l.command())).toList();
         return new Ended(new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
                 out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, List.of(), List.of(), List.of(), null, null, null,
-                out.sha256(), err.sha256(), null, null), before);
+                out.sha256(), err.sha256(), null, null, List.of(), stopped), before);
+    }
+
+    /** Says what a foreground command left running (the agent stopped it with the run), or null. */
+    static String stoppedNote(ExecExit exit) {
+        if (exit.leftTotal() == 0) return null;
+        String which = exit.left().stream().map(l -> l.pid() + " " + l.command()).reduce((a, b) -> a + ", " + b).orElse("");
+        return exit.leftTotal() + " process(es) the command started were still running when it ended and were stopped"
+                + " with it (" + which + (exit.leftTotal() > exit.left().size() ? ", ..." : "") + "; see stopped_processes);"
+                + " a process meant to outlive its run (a dev server, a watcher) needs background: true";
     }
 
     /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */
