@@ -21,6 +21,7 @@
 #define T_EXIT 0x16
 #define T_ATTACH 0x17
 #define T_ATTACHED 0x18
+#define T_RESIZE 0x19
 #define T_FILE_READ 0x20
 #define T_FILE_WRITE 0x21
 #define T_FILE_LIST 0x22
@@ -44,7 +45,9 @@
 #define CAP_ATTACH 0x40u
 #define CAP_TUNNEL_WINDOW 0x80u
 #define CAP_EXIT_LEFT 0x100u
+#define CAP_TTY 0x200u
 #define EXEC_STDIN 0x1u
+#define EXEC_TTY 0x2u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
 #define WRITE_MKDIRS 0x4u
@@ -57,6 +60,7 @@
 #define PORT_WINDOW 262144u
 #define TUNNEL_WINDOW 1048576u
 #define DETACHED_KEEP 262144u
+#define TTY_MAX 1000u
 #define LEFT_LISTED 16u
 #define LEFT_COMMAND 200u
 /* a run init's report: u32 wait status, u32 total, u32 listed, listed x (u32 pid, str command); fits PIPE_BUF */

@@ -12,9 +12,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <termios.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@ struct proc {
     pid_t pid;
     int reaped, status;
     int fd_out, fd_err, fd_in;
+    int tty;               /* EXEC_TTY: fd_out is the terminal's master side, fd_in a second descriptor of it */
     int fd_status;         /* confined runs: the run init reports the command's wait status here */
     unsigned char *left;   /* confined runs: what the command left behind (u32 total, u32 listed, entries), or NULL */
     size_t left_len;
@@ -414,6 +417,8 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     (void)!write(st_w, "K", 1);
     if (in_r < 0) in_r = open("/dev/null", O_RDONLY);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
+    /* EXEC_TTY: one terminal is stdin, stdout and stderr; it becomes the session's controlling terminal */
+    if (in_r == out_w && out_w == err_w && ioctl(0, TIOCSCTTY, 0) < 0) _exit(127);
     /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
     close_from(3);
     umask(022);
@@ -428,12 +433,47 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     _exit(127);
 }
 
+/*
+ * EXEC_TTY: a pseudo-terminal of cols x rows. The child gets the terminal side as stdin, stdout and stderr (in[0],
+ * out[1], err[1] are three descriptors of it; the child makes it its controlling terminal); the agent reads the master
+ * as stdout (out[0]) and writes input to a second descriptor of it (in[1]). There is no stderr stream: a terminal
+ * has one. Returns -1 with errno set.
+ */
+static int open_tty(uint16_t cols, uint16_t rows, int in[2], int out[2], int err[2]) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0) return -1;
+    char name[64];
+    struct winsize ws = {.ws_row = rows, .ws_col = cols};
+    if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0 || ioctl(m, TIOCSWINSZ, &ws) < 0) {
+        int e = errno;
+        close(m);
+        errno = e;
+        return -1;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int e = errno;
+        close(m);
+        errno = e;
+        return -1;
+    }
+    in[1] = fcntl(m, F_DUPFD_CLOEXEC, 3);
+    in[0] = s;
+    out[0] = m;
+    out[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+    err[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+    if (in[1] < 0 || out[1] < 0 || err[1] < 0) return -1; /* the caller closes what is open */
+    return 0;
+}
+
 static void do_exec(uint32_t chan, struct rd *r) {
     uint32_t flags, timeout_ms;
     char *cwd = NULL, **argv = NULL, **envp = NULL;
     int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, pst[2] = {-1, -1}, pex[2] = {-1, -1};
+    uint16_t cols = 0, rows = 0;
     if (rd_u32(r, &flags) < 0 || rd_u32(r, &timeout_ms) < 0 || rd_cstr(r, &cwd) < 0 || rd_strv(r, &argv, 0) < 0 ||
-        rd_strv(r, &envp, 1) < 0 || rd_left(r) != 0) {
+        rd_strv(r, &envp, 1) < 0 || ((flags & EXEC_TTY) && (rd_u16(r, &cols) < 0 || rd_u16(r, &rows) < 0)) ||
+        rd_left(r) != 0) {
         protocol_error("malformed EXEC payload on channel %u (%zu bytes)", chan, r->len);
         goto out;
     }
@@ -441,8 +481,12 @@ static void do_exec(uint32_t chan, struct rd *r) {
         send_error(chan, EINVAL, "argv is empty");
         goto out;
     }
-    if (flags & ~EXEC_STDIN) {
+    if (flags & ~(EXEC_STDIN | EXEC_TTY)) {
         send_error(chan, EINVAL, "unknown EXEC flags 0x%x", flags);
+        goto out;
+    }
+    if ((flags & EXEC_TTY) && (cols < 1 || rows < 1 || cols > TTY_MAX || rows > TTY_MAX)) {
+        send_error(chan, EINVAL, "terminal size %ux%u is outside 1..%u", cols, rows, TTY_MAX);
         goto out;
     }
     if (g_nprocs >= MAX_RUNS && !evict_done()) {
@@ -458,8 +502,13 @@ static void do_exec(uint32_t chan, struct rd *r) {
     size_t ne = 0;
     while (envp[ne]) ne++;
     if (asprintf(&envp[ne], "BERTH_RUN=%s", p->marker) < 0) envp[ne] = NULL;
-    if (!envp[ne] || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 || pipe2(pst, O_CLOEXEC) < 0 ||
-        ((flags & EXEC_STDIN) && pipe2(pin, O_CLOEXEC) < 0)) {
+    if ((flags & EXEC_TTY) && open_tty(cols, rows, pin, pout, perr) < 0) {
+        send_error(chan, errno ? errno : EIO, "opening a terminal: %s", strerror(errno));
+        free(p);
+        goto out;
+    }
+    if (!envp[ne] || (!(flags & EXEC_TTY) && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)) || pipe2(pst, O_CLOEXEC) < 0 ||
+        ((flags & EXEC_STDIN) && !(flags & EXEC_TTY) && pipe2(pin, O_CLOEXEC) < 0)) {
         send_error(chan, errno ? errno : ENOMEM, "creating pipes: %s", strerror(errno));
         free(p);
         goto out;
@@ -523,9 +572,10 @@ static void do_exec(uint32_t chan, struct rd *r) {
     p->fd_err = perr[0];
     p->fd_in = pin[1];
     p->fd_status = pex[0];
+    p->tty = (flags & EXEC_TTY) != 0;
     pin[1] = pout[0] = perr[0] = pex[0] = -1;
     set_nonblock(p->fd_out);
-    set_nonblock(p->fd_err);
+    if (p->fd_err >= 0) set_nonblock(p->fd_err);
     if (p->fd_in >= 0) set_nonblock(p->fd_in);
     p->idx_out = p->idx_err = p->idx_in = -1;
     if (timeout_ms) p->timeout_at = now_ms() + timeout_ms;
@@ -588,6 +638,11 @@ static void do_attach(uint32_t chan, struct rd *r) {
     } else {
         p->chan = chan;
         p->attached = 1;
+        /* a terminal run takes input again on its new channel: the terminal stayed open, only the host changed */
+        if (p->tty && !p->done && p->fd_out >= 0 && p->fd_in < 0) {
+            p->fd_in = fcntl(p->fd_out, F_DUPFD_CLOEXEC, 3);
+            if (p->fd_in >= 0) set_nonblock(p->fd_in);
+        }
         unsigned char a[12];
         put_u32(a, (uint32_t)p->pid);
         put_u64(a + 4, p->dropped);
@@ -622,7 +677,12 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
         /* a run that already ended (EXIT crossing STDIN on the wire) or has no stdin pipe: drop the bytes */
         if (!p || p->fd_in < 0) return 0;
         size_t n = rd_left(r);
-        if (n == 0) {
+        if (n == 0 && p->tty) {
+            /* end of input on a terminal is its EOF character (^D), as typed: the terminal stays */
+            struct termios t;
+            unsigned char eof = tcgetattr(p->fd_in, &t) == 0 && t.c_cc[VEOF] ? t.c_cc[VEOF] : 4;
+            if (buf_append(&p->in, &eof, 1) < 0) return 0;
+        } else if (n == 0) {
             p->in_close_pending = 1;
         } else if (p->in.len + n > STDIN_BUF_MAX) {
             logmsg("run %s: child does not read stdin, %zu bytes buffered; closing its stdin", p->marker, p->in.len);
@@ -638,6 +698,18 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
             if (was_below && p->in.len >= STDIN_HIGH) p->in_progress_at = now_ms(); /* the stall clock starts now */
         }
         pump_stdin(p);
+        return 0;
+    }
+    if (type == T_RESIZE) {
+        uint16_t cols, rows;
+        if (rd_u16(r, &cols) < 0 || rd_u16(r, &rows) < 0 || rd_left(r) != 0) {
+            protocol_error("malformed RESIZE on channel %u (%zu bytes)", chan, r->len);
+            return -1;
+        }
+        /* a run that ended, has no terminal, or a size out of range: nothing to do (the host checks sizes first) */
+        struct winsize ws = {.ws_row = rows, .ws_col = cols};
+        if (p && p->tty && p->fd_out >= 0 && cols >= 1 && rows >= 1 && cols <= TTY_MAX && rows <= TTY_MAX)
+            ioctl(p->fd_out, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH to the terminal's foreground group */
         return 0;
     }
     /* T_SIGNAL */

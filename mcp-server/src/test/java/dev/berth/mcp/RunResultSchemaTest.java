@@ -46,4 +46,16 @@ class RunResultSchemaTest {
                 null, List.of(), List.of(), List.of(), null, null, null, null, null, null, null)));
         org.junit.jupiter.api.Assertions.assertFalse(none.has("stopped_processes"), "absent when none: " + none);
     }
+
+    @Test
+    void processStatus_ofATerminalProcess_carriesItsScreen_andIsValid() {
+        var p = new dev.berth.engine.api.ProcessStatus("p-0123456789", "ws-1", 7, "python3 -q", true, null, 0, false,
+                ">>> 6*7\r\n42\r\n>>> ", "", 0, 20, 0, 0, 0, 0, 30, null, ">>> 6*7\n42\n>>>");
+        var tree = McpBridge.JSON.valueToTree(Results.process(p));
+        SchemaCheck.assertValid("run", tree);
+        org.junit.jupiter.api.Assertions.assertEquals(">>> 6*7\n42\n>>>", tree.get("screen").asString());
+        var pipes = McpBridge.JSON.valueToTree(Results.process(new dev.berth.engine.api.ProcessStatus("p-0123456789", "ws-1", 7,
+                "sleep 9", true, null, 0, false, "", "", 0, 0, 0, 0, 0, 0, 30, null)));
+        org.junit.jupiter.api.Assertions.assertFalse(pipes.has("screen"), "no screen for a process on pipes: " + pipes);
+    }
 }

@@ -112,7 +112,7 @@ public final class Results {
     record Process(String workspace, Integer exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                    long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs, boolean timedOut,
                    boolean resumed, String note, String process, int pid, boolean running, long stdoutNext,
-                   long stderrNext) {}
+                   long stderrNext, @JsonInclude(JsonInclude.Include.NON_NULL) String screen) {}
 
     record Park(@JsonUnwrapped Workspace workspace, boolean memoryKept, boolean alreadyParked, long stateBytes,
                 long durationMs, String note) {}
@@ -159,7 +159,7 @@ public final class Results {
         }
         return map(new Process(p.workspace(), p.exitCode(), p.signal(), p.stdout(), p.stderr(), p.stdoutNext(),
                 p.stderrNext(), p.stdoutDropped() > 0, p.stderrDropped() > 0, p.durationMs(), p.timedOut(), false, note,
-                p.process(), p.pid(), p.running(), p.stdoutNext(), p.stderrNext()));
+                p.process(), p.pid(), p.running(), p.stdoutNext(), p.stderrNext(), p.screen()));
     }
 
     public static Map<String, Object> park(ParkResult r) {

@@ -17,8 +17,11 @@ final class ExecChannel implements ExecHandle {
     /** Whether this channel took over a run by ATTACH (answered by ATTACHED instead of STARTED). */
     private final boolean attach;
     private volatile long dropped;
+    /** On a terminal (EXEC_TTY): input is typed, end of input is ^D (the terminal stays), RESIZE applies. */
+    private final boolean tty;
 
-    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen, String run, boolean attach) {
+    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen, String run, boolean attach, boolean tty) {
+        this.tty = tty;
         this.client = client;
         this.chan = chan;
         this.listener = listener;
@@ -111,7 +114,7 @@ final class ExecChannel implements ExecHandle {
     @Override
     public void writeStdin(byte[] data) throws IOException {
         // the agent would drop these bytes silently; a caller bug should be loud
-        if (!stdinOpen || attach) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
+        if (!stdinOpen || (attach && !tty)) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
         if (stdinClosed) throw new IllegalStateException("stdin of channel " + chan + " is already closed");
         // an empty STDIN frame means "close", so empty writes are simply not sent; large ones are split
         for (int off = 0; off < data.length; off += Protocol.MAX_PAYLOAD) {
@@ -123,7 +126,7 @@ final class ExecChannel implements ExecHandle {
     @Override
     public void closeStdin() throws IOException {
         if (stdinClosed) return;
-        stdinClosed = true;
+        stdinClosed = !tty; // on a terminal the agent types ^D: more input may follow
         client.send(Protocol.STDIN, chan, new byte[0], 0, 0);
     }
 
@@ -131,6 +134,15 @@ final class ExecChannel implements ExecHandle {
     public void signal(int signo) throws IOException {
         if (signo < 1 || signo > 64) throw new IllegalArgumentException("signal number out of range 1..64: " + signo);
         client.send(Protocol.SIGNAL, chan, new PayloadWriter().u32(signo).toBytes(), 0, 4);
+    }
+
+    @Override
+    public void resize(int cols, int rows) throws IOException {
+        if (!tty) throw new IllegalStateException("channel " + chan + " has no terminal to resize");
+        if (cols < 1 || rows < 1 || cols > Protocol.TTY_MAX || rows > Protocol.TTY_MAX) {
+            throw new IllegalArgumentException("terminal size " + cols + "x" + rows + " is outside 1.." + Protocol.TTY_MAX);
+        }
+        client.send(Protocol.RESIZE, chan, new PayloadWriter().u16(cols).u16(rows).toBytes(), 0, 4);
     }
 
     @Override
