@@ -246,14 +246,16 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
             long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
             long o = out.total();
             long e = err.total();
+            // woken by new output (onStdout/onStderr) at once; the bounded wait also sees the end and a re-attach
             while (System.nanoTime() < deadline && running() && out.total() == o && err.total() == e) {
-                try {
-                    handle().exit().get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
-                } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException ignored) {
-                    // keep waiting: new output or the end, whichever comes first
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    break;
+                synchronized (outputSignal) {
+                    if (out.total() != o || err.total() != e) break;
+                    try {
+                        outputSignal.wait(50);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                 }
             }
         }
@@ -265,13 +267,21 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     volatile java.time.Instant lastOutputAt;
     private final java.time.InstantSource clock;
 
+    /** Notified on new output, so a reader waiting for it ({@link #signalAndWait}) returns at once. */
+    private final Object outputSignal = new Object();
+
     @Override public void onStdout(byte[] data) {
-        out.append(data);
         TerminalScreen sc = screen;
         if (sc != null) sc.feed(data);
+        out.append(data);
         lastOutputAt = clock.instant();
+        synchronized (outputSignal) { outputSignal.notifyAll(); }
     }
-    @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = clock.instant(); }
+    @Override public void onStderr(byte[] data) {
+        err.append(data);
+        lastOutputAt = clock.instant();
+        synchronized (outputSignal) { outputSignal.notifyAll(); }
+    }
 
     @Override
     public boolean running() {
