@@ -417,8 +417,9 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     (void)!write(st_w, "K", 1);
     if (in_r < 0) in_r = open("/dev/null", O_RDONLY);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
-    /* EXEC_TTY: one terminal is stdin, stdout and stderr; it becomes the session's controlling terminal */
-    if (in_r == out_w && out_w == err_w && ioctl(0, TIOCSCTTY, 0) < 0) _exit(127);
+    /* EXEC_TTY: the terminal is stdin, stdout and stderr; it becomes the new session's controlling terminal, so the
+     * command is its foreground process group (^C is SIGINT, a resize is SIGWINCH, /dev/tty opens) */
+    if (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) _exit(127);
     /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
     close_from(3);
     umask(022);
