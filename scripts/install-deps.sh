@@ -9,14 +9,14 @@ cd "$(dirname "$0")/.."
 # (image tests write OCI images with real tools and pull them from a real registry on loopback; openssl makes the
 # token-auth test's signing certificate); for the supply-chain tests: git, nginx-light and fcgiwrap (a real git
 # smart-HTTP server and a PyPI index on loopback), brotli (br-encoded registry metadata); chromium (a real browser
-# loads an exposed port's page and its WebSocket in PreviewE2eTest); python3-pip, maven and openjdk-17-jdk-headless (the real
+# loads an exposed port's page and its WebSocket in PreviewE2eTest); tmux (the real terminal ShellTest drives `berth shell` through); python3-pip, maven and openjdk-17-jdk-headless (the real
 # pip and mvn clients: the host's for namespace workspaces, and packed with git and node into the host-packages image
 # that microVM workspaces open in the same suites); python3-setuptools, python3-wheel and iproute2 (NamespaceRealClientsTest
 # builds wheels with pip wheel and serves its index from a network namespace; golang-go runs the corpus' Go module);
 # etcd-server and etcd-client (the fleet tests' real 3-member etcd).
 need=()
 for pkg in bubblewrap qemu-system-x86 qemu-utils busybox-static cpio zstd e2fsprogs btrfs-progs util-linux procps curl python3 runsc \
-           umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli chromium \
+           umoci skopeo docker-registry openssl git nginx-light fcgiwrap brotli chromium tmux \
            python3-pip python3-setuptools python3-wheel iproute2 golang-go maven openjdk-17-jdk-headless etcd-server etcd-client \
            dpkg-dev postgresql; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")

@@ -21,6 +21,7 @@
 #define T_EXIT 0x16
 #define T_ATTACH 0x17
 #define T_ATTACHED 0x18
+#define T_RESIZE 0x19
 #define T_FILE_READ 0x20
 #define T_FILE_WRITE 0x21
 #define T_FILE_LIST 0x22
@@ -43,7 +44,10 @@
 #define CAP_PORTS 0x20u
 #define CAP_ATTACH 0x40u
 #define CAP_TUNNEL_WINDOW 0x80u
+#define CAP_EXIT_LEFT 0x100u
+#define CAP_TTY 0x200u
 #define EXEC_STDIN 0x1u
+#define EXEC_TTY 0x2u
 #define WRITE_TRUNCATE 0x1u
 #define WRITE_APPEND 0x2u
 #define WRITE_MKDIRS 0x4u
@@ -56,6 +60,11 @@
 #define PORT_WINDOW 262144u
 #define TUNNEL_WINDOW 1048576u
 #define DETACHED_KEEP 262144u
+#define TTY_MAX 1000u
+#define LEFT_LISTED 16u
+#define LEFT_COMMAND 200u
+/* a run init's report: u32 wait status, u32 total, u32 listed, listed x (u32 pid, str command); fits PIPE_BUF */
+#define LEFT_REPORT (12u + LEFT_LISTED * (8u + LEFT_COMMAND))
 
 #define HDR_LEN 9u               /* u32 len + u8 type + u32 chan */
 #define DRAIN_GRACE_MS 100       /* spec: EXIT at most this long after the process ended */
@@ -100,6 +109,7 @@ void put_u64(unsigned char *p, uint64_t v);
 
 /* ---- session / host stream (berth-agent.c) ---- */
 extern int g_session_active;        /* a HELLO was answered and the stream is up */
+extern int g_exit_left;             /* the host's HELLO carried CAP_EXIT_LEFT: EXIT lists what a confined run left behind */
 extern int g_tunnel_windows;        /* both HELLOs carried CAP_TUNNEL_WINDOW: this session's tunnels are flow controlled */
 extern char g_session_tag[16];      /* random per session; part of every BERTH_RUN marker */
 extern struct buf g_outq;           /* frames waiting to be written to the host */

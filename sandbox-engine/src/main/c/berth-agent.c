@@ -225,8 +225,11 @@ static void handle_hello(uint32_t chan, struct rd *r) {
     free(name);
     /* tunnel flow control only when the host offers it: an older host never sends WINDOW on a tunnel */
     g_tunnel_windows = tunnel_enabled() && (caps & CAP_TUNNEL_WINDOW) != 0;
+    /* EXIT's list of processes a run left behind, only to a host that reads it */
+    g_exit_left = g_isolate_runs && (caps & CAP_EXIT_LEFT) != 0;
     uint32_t mine = CAP_EXEC | CAP_FILES | CAP_GUEST_OPS | (tunnel_enabled() ? CAP_TUNNEL : 0) |
-                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH | (g_tunnel_windows ? CAP_TUNNEL_WINDOW : 0);
+                    (g_isolate_runs ? CAP_CONFINED_RUNS : 0) | CAP_PORTS | CAP_ATTACH | (g_tunnel_windows ? CAP_TUNNEL_WINDOW : 0) |
+                    (g_exit_left ? CAP_EXIT_LEFT : 0) | CAP_TTY;
     const char *build = BERTH_BUILD;
     size_t bl = strlen(build), tl = strlen(g_session_tag);
     /* u16 version, u32 caps, str name, str session (version 3) */
@@ -261,18 +264,18 @@ static void dispatch(uint8_t type, uint32_t chan, const unsigned char *payload, 
         send_frame(T_PONG, chan, payload, 8);
         return;
     }
-    case T_EXEC: case T_STDIN: case T_SIGNAL: case T_ATTACH:
+    case T_EXEC: case T_STDIN: case T_SIGNAL: case T_ATTACH: case T_RESIZE:
     case T_FILE_READ: case T_FILE_WRITE: case T_FILE_LIST:
     case T_SYNC: case T_CLOCK_SET: case T_RNG_SEED:
         if (chan == 0 || (chan & 0x80000000u)) {
             protocol_error("frame type 0x%02x on channel 0x%x, which the host may not use for requests", type, chan);
             return;
         }
-        if (type != T_STDIN && type != T_SIGNAL && (exec_chan_busy(chan) || ports_chan_busy(chan))) {
+        if (type != T_STDIN && type != T_SIGNAL && type != T_RESIZE && (exec_chan_busy(chan) || ports_chan_busy(chan))) {
             protocol_error("frame type 0x%02x on channel %u, which is still in use by a run", type, chan);
             return;
         }
-        if (type == T_EXEC || type == T_STDIN || type == T_SIGNAL || type == T_ATTACH) exec_handle(type, chan, &r);
+        if (type == T_EXEC || type == T_STDIN || type == T_SIGNAL || type == T_ATTACH || type == T_RESIZE) exec_handle(type, chan, &r);
         else if (type >= T_FILE_READ && type <= T_FILE_LIST) files_handle(type, chan, &r);
         else guest_handle(type, chan, &r);
         return;
@@ -401,7 +404,7 @@ static void describe(void) {
     static const struct { const char *name; unsigned v; } types[] = {
         {"HELLO", T_HELLO}, {"PING", T_PING}, {"PONG", T_PONG}, {"ERROR", T_ERROR}, {"OK", T_OK},
         {"EXEC", T_EXEC}, {"STARTED", T_STARTED}, {"STDIN", T_STDIN}, {"STDOUT", T_STDOUT},
-        {"STDERR", T_STDERR}, {"SIGNAL", T_SIGNAL}, {"EXIT", T_EXIT}, {"ATTACH", T_ATTACH}, {"ATTACHED", T_ATTACHED}, {"FILE_READ", T_FILE_READ},
+        {"STDERR", T_STDERR}, {"SIGNAL", T_SIGNAL}, {"EXIT", T_EXIT}, {"ATTACH", T_ATTACH}, {"ATTACHED", T_ATTACHED}, {"RESIZE", T_RESIZE}, {"FILE_READ", T_FILE_READ},
         {"FILE_WRITE", T_FILE_WRITE}, {"FILE_LIST", T_FILE_LIST}, {"SYNC", T_SYNC},
         {"CLOCK_SET", T_CLOCK_SET}, {"RNG_SEED", T_RNG_SEED}, {"TUNNEL_OPEN", T_TUNNEL_OPEN},
         {"DATA", T_DATA}, {"CLOSE", T_CLOSE}, {"RESET", T_RESET},
@@ -409,7 +412,7 @@ static void describe(void) {
     };
     static const struct { const char *name; unsigned v; } flags[] = {
         {"CAP_EXEC", CAP_EXEC}, {"CAP_FILES", CAP_FILES}, {"CAP_TUNNEL", CAP_TUNNEL},
-        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"CAP_TUNNEL_WINDOW", CAP_TUNNEL_WINDOW}, {"EXEC_STDIN", EXEC_STDIN}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
+        {"CAP_GUEST_OPS", CAP_GUEST_OPS}, {"CAP_CONFINED_RUNS", CAP_CONFINED_RUNS}, {"CAP_PORTS", CAP_PORTS}, {"CAP_ATTACH", CAP_ATTACH}, {"CAP_TUNNEL_WINDOW", CAP_TUNNEL_WINDOW}, {"CAP_EXIT_LEFT", CAP_EXIT_LEFT}, {"CAP_TTY", CAP_TTY}, {"EXEC_STDIN", EXEC_STDIN}, {"EXEC_TTY", EXEC_TTY}, {"WRITE_TRUNCATE", WRITE_TRUNCATE},
         {"WRITE_APPEND", WRITE_APPEND}, {"WRITE_MKDIRS", WRITE_MKDIRS}, {"KIND_FILE", KIND_FILE},
         {"KIND_DIR", KIND_DIR}, {"KIND_LINK", KIND_LINK}, {"KIND_OTHER", KIND_OTHER},
     };
@@ -421,6 +424,9 @@ static void describe(void) {
     printf("PORT_WINDOW %u\n", PORT_WINDOW);
     printf("TUNNEL_WINDOW %u\n", TUNNEL_WINDOW);
     printf("DETACHED_KEEP %u\n", DETACHED_KEEP);
+    printf("TTY_MAX %u\n", TTY_MAX);
+    printf("LEFT_LISTED %u\n", LEFT_LISTED);
+    printf("LEFT_COMMAND %u\n", LEFT_COMMAND);
 }
 
 /* ---------------------------------------------------------------- main loop */

@@ -346,8 +346,69 @@ void close_from(int low) {
 }
 
 /*
+ * What the command left behind, seen by the run init when the command ended: every other live process of the run's
+ * namespace (its own /proc), pid and command line (NULs as spaces, cut to LEFT_COMMAND bytes; "[comm]" when the
+ * command line is empty), the first LEFT_LISTED by pid and the total. Zombies are not counted: they have ended.
+ * Appended to the 4-byte wait status in `b` (LEFT_REPORT bytes); returns the report's length.
+ */
+static size_t left_behind(unsigned char *b) {
+    uint32_t total = 0, listed = 0;
+    size_t off = 12;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1) continue;
+        char path[64], stat[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (n <= 0) continue;
+        stat[n] = 0;
+        char *rp = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything, the state follows the last ')' */
+        if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X') continue;
+        total++;
+        if (listed >= LEFT_LISTED) continue;
+        char cmd[LEFT_COMMAND];
+        size_t len = 0;
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t c = read(fd, cmd, sizeof cmd);
+            close(fd);
+            if (c > 0) len = (size_t)c;
+        }
+        while (len > 0 && cmd[len - 1] == 0) len--;
+        for (size_t i = 0; i < len; i++)
+            if (cmd[i] == 0) cmd[i] = ' ';
+        if (len == 0) {
+            char *lp = strchr(stat, '(');
+            size_t cl = lp && rp > lp ? (size_t)(rp - lp - 1) : 0;
+            if (cl > sizeof cmd - 2) cl = sizeof cmd - 2;
+            cmd[0] = '[';
+            if (cl) memcpy(cmd + 1, lp + 1, cl);
+            cmd[cl + 1] = ']';
+            len = cl + 2;
+        }
+        put_u32(b + off, (uint32_t)pid);
+        put_u32(b + off + 4, (uint32_t)len);
+        memcpy(b + off + 8, cmd, len);
+        off += 8 + len;
+        listed++;
+    }
+    if (d) closedir(d);
+    put_u32(b + 4, total);
+    put_u32(b + 8, listed);
+    return off;
+}
+
+/*
  * Body of the run init (pid 1 of the run's namespace). `command` is called in the forked command process and does
- * not return. Writes the command's raw wait status (4 bytes, big-endian) to `status_fd` and exits.
+ * not return. Writes the command's raw wait status (4 bytes, big-endian) and what it left behind (left_behind) to
+ * `status_fd` and exits.
  */
 void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *arg) {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* the agent is gone: so is the run */
@@ -403,9 +464,10 @@ void confine_init(int status_fd, int ready_fd, void (*command)(void *), void *ar
         pid_t w = wait(&st);
         if (w < 0 && errno == EINTR) continue;
         if (w == pid || w < 0) {
-            unsigned char b[4];
+            unsigned char b[LEFT_REPORT];
             put_u32(b, (uint32_t)(w == pid ? st : (127 << 8)));
-            (void)!write(status_fd, b, sizeof b);
+            size_t n = left_behind(b);
+            (void)!write(status_fd, b, n); /* at most PIPE_BUF: one atomic write, read whole at reap time */
             /* leaving kills everything still in the namespace, the backgrounded and the double-forked alike */
             _exit(0);
         }

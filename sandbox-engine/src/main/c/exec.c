@@ -12,9 +12,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <termios.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +32,10 @@ struct proc {
     pid_t pid;
     int reaped, status;
     int fd_out, fd_err, fd_in;
+    int tty;               /* EXEC_TTY: fd_out is the terminal's master side, fd_in a second descriptor of it */
     int fd_status;         /* confined runs: the run init reports the command's wait status here */
+    unsigned char *left;   /* confined runs: what the command left behind (u32 total, u32 listed, entries), or NULL */
+    size_t left_len;
     struct buf in;         /* STDIN bytes the child has not read yet */
     int in_close_pending;  /* empty STDIN seen: close the pipe once `in` is written */
     int64_t in_progress_at; /* last time the child took stdin bytes (or the buffer crossed STDIN_HIGH) */
@@ -99,7 +104,38 @@ static void send_exit(struct proc *p) {
     put_u32(e, (uint32_t)code);
     put_u32(e + 4, (uint32_t)sig);
     e[8] = (unsigned char)(p->timed_out ? 1 : 0);
-    send_frame(T_EXIT, p->chan, e, sizeof e);
+    if (!g_exit_left) {
+        send_frame(T_EXIT, p->chan, e, sizeof e);
+        return;
+    }
+    /* CAP_EXIT_LEFT: u32 total, u32 listed, listed x (u32 pid, str command) follow */
+    unsigned char x[9 + LEFT_REPORT];
+    memcpy(x, e, sizeof e);
+    size_t n = sizeof e;
+    if (p->left && p->left_len >= 8) {
+        memcpy(x + n, p->left, p->left_len);
+        n += p->left_len;
+    } else {
+        memset(x + n, 0, 8);
+        n += 8;
+    }
+    send_frame(T_EXIT, p->chan, x, n);
+}
+
+/* Checks the run init's report (it is ours, but runs in the run's namespace: trust its shape no further than needed)
+ * and keeps it for EXIT. */
+static void keep_left(struct proc *p, const unsigned char *b, size_t n) {
+    struct rd r = {b, n, 0};
+    uint32_t total, listed;
+    if (rd_u32(&r, &total) < 0 || rd_u32(&r, &listed) < 0 || listed > LEFT_LISTED || listed > total) return;
+    for (uint32_t i = 0; i < listed; i++) {
+        uint32_t pid, len;
+        if (rd_u32(&r, &pid) < 0 || pid == 0 || rd_u32(&r, &len) < 0 || len > LEFT_COMMAND || len > r.len - r.off) return;
+        r.off += len;
+    }
+    if (r.off != n || !(p->left = malloc(n))) return;
+    memcpy(p->left, b, n);
+    p->left_len = n;
 }
 
 static void free_kept(struct proc *p) {
@@ -110,6 +146,7 @@ static void free_kept(struct proc *p) {
 
 static void free_proc(struct proc *p) {
     free_kept(p);
+    free(p->left);
     for (struct proc **pp = &g_procs; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -380,6 +417,9 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     (void)!write(st_w, "K", 1);
     if (in_r < 0) in_r = open("/dev/null", O_RDONLY);
     if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
+    /* EXEC_TTY: the terminal is stdin, stdout and stderr; it becomes the new session's controlling terminal, so the
+     * command is its foreground process group (^C is SIGINT, a resize is SIGWINCH, /dev/tty opens) */
+    if (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) _exit(127);
     /* nothing of the agent's may leak into the run, even an fd someone forgot to open with O_CLOEXEC */
     close_from(3);
     umask(022);
@@ -394,12 +434,47 @@ static void child(const char *cwd, char **argv, char **envp, int in_r, int out_w
     _exit(127);
 }
 
+/*
+ * EXEC_TTY: a pseudo-terminal of cols x rows. The child gets the terminal side as stdin, stdout and stderr (in[0],
+ * out[1], err[1] are three descriptors of it; the child makes it its controlling terminal); the agent reads the master
+ * as stdout (out[0]) and writes input to a second descriptor of it (in[1]). There is no stderr stream: a terminal
+ * has one. Returns -1 with errno set.
+ */
+static int open_tty(uint16_t cols, uint16_t rows, int in[2], int out[2], int err[2]) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0) return -1;
+    char name[64];
+    struct winsize ws = {.ws_row = rows, .ws_col = cols};
+    if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0 || ioctl(m, TIOCSWINSZ, &ws) < 0) {
+        int e = errno;
+        close(m);
+        errno = e;
+        return -1;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int e = errno;
+        close(m);
+        errno = e;
+        return -1;
+    }
+    in[1] = fcntl(m, F_DUPFD_CLOEXEC, 3);
+    in[0] = s;
+    out[0] = m;
+    out[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+    err[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+    if (in[1] < 0 || out[1] < 0 || err[1] < 0) return -1; /* the caller closes what is open */
+    return 0;
+}
+
 static void do_exec(uint32_t chan, struct rd *r) {
     uint32_t flags, timeout_ms;
     char *cwd = NULL, **argv = NULL, **envp = NULL;
     int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, pst[2] = {-1, -1}, pex[2] = {-1, -1};
+    uint16_t cols = 0, rows = 0;
     if (rd_u32(r, &flags) < 0 || rd_u32(r, &timeout_ms) < 0 || rd_cstr(r, &cwd) < 0 || rd_strv(r, &argv, 0) < 0 ||
-        rd_strv(r, &envp, 1) < 0 || rd_left(r) != 0) {
+        rd_strv(r, &envp, 1) < 0 || ((flags & EXEC_TTY) && (rd_u16(r, &cols) < 0 || rd_u16(r, &rows) < 0)) ||
+        rd_left(r) != 0) {
         protocol_error("malformed EXEC payload on channel %u (%zu bytes)", chan, r->len);
         goto out;
     }
@@ -407,8 +482,12 @@ static void do_exec(uint32_t chan, struct rd *r) {
         send_error(chan, EINVAL, "argv is empty");
         goto out;
     }
-    if (flags & ~EXEC_STDIN) {
+    if (flags & ~(EXEC_STDIN | EXEC_TTY)) {
         send_error(chan, EINVAL, "unknown EXEC flags 0x%x", flags);
+        goto out;
+    }
+    if ((flags & EXEC_TTY) && (cols < 1 || rows < 1 || cols > TTY_MAX || rows > TTY_MAX)) {
+        send_error(chan, EINVAL, "terminal size %ux%u is outside 1..%u", cols, rows, TTY_MAX);
         goto out;
     }
     if (g_nprocs >= MAX_RUNS && !evict_done()) {
@@ -424,8 +503,13 @@ static void do_exec(uint32_t chan, struct rd *r) {
     size_t ne = 0;
     while (envp[ne]) ne++;
     if (asprintf(&envp[ne], "BERTH_RUN=%s", p->marker) < 0) envp[ne] = NULL;
-    if (!envp[ne] || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 || pipe2(pst, O_CLOEXEC) < 0 ||
-        ((flags & EXEC_STDIN) && pipe2(pin, O_CLOEXEC) < 0)) {
+    if ((flags & EXEC_TTY) && open_tty(cols, rows, pin, pout, perr) < 0) {
+        send_error(chan, errno ? errno : EIO, "opening a terminal: %s", strerror(errno));
+        free(p);
+        goto out;
+    }
+    if (!envp[ne] || (!(flags & EXEC_TTY) && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)) || pipe2(pst, O_CLOEXEC) < 0 ||
+        ((flags & EXEC_STDIN) && !(flags & EXEC_TTY) && pipe2(pin, O_CLOEXEC) < 0)) {
         send_error(chan, errno ? errno : ENOMEM, "creating pipes: %s", strerror(errno));
         free(p);
         goto out;
@@ -489,9 +573,10 @@ static void do_exec(uint32_t chan, struct rd *r) {
     p->fd_err = perr[0];
     p->fd_in = pin[1];
     p->fd_status = pex[0];
+    p->tty = (flags & EXEC_TTY) != 0;
     pin[1] = pout[0] = perr[0] = pex[0] = -1;
     set_nonblock(p->fd_out);
-    set_nonblock(p->fd_err);
+    if (p->fd_err >= 0) set_nonblock(p->fd_err);
     if (p->fd_in >= 0) set_nonblock(p->fd_in);
     p->idx_out = p->idx_err = p->idx_in = -1;
     if (timeout_ms) p->timeout_at = now_ms() + timeout_ms;
@@ -554,6 +639,11 @@ static void do_attach(uint32_t chan, struct rd *r) {
     } else {
         p->chan = chan;
         p->attached = 1;
+        /* a terminal run takes input again on its new channel: the terminal stayed open, only the host changed */
+        if (p->tty && !p->done && p->fd_out >= 0 && p->fd_in < 0) {
+            p->fd_in = fcntl(p->fd_out, F_DUPFD_CLOEXEC, 3);
+            if (p->fd_in >= 0) set_nonblock(p->fd_in);
+        }
         unsigned char a[12];
         put_u32(a, (uint32_t)p->pid);
         put_u64(a + 4, p->dropped);
@@ -588,7 +678,12 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
         /* a run that already ended (EXIT crossing STDIN on the wire) or has no stdin pipe: drop the bytes */
         if (!p || p->fd_in < 0) return 0;
         size_t n = rd_left(r);
-        if (n == 0) {
+        if (n == 0 && p->tty) {
+            /* end of input on a terminal is its EOF character (^D), as typed: the terminal stays */
+            struct termios t;
+            unsigned char eof = tcgetattr(p->fd_in, &t) == 0 && t.c_cc[VEOF] ? t.c_cc[VEOF] : 4;
+            if (buf_append(&p->in, &eof, 1) < 0) return 0;
+        } else if (n == 0) {
             p->in_close_pending = 1;
         } else if (p->in.len + n > STDIN_BUF_MAX) {
             logmsg("run %s: child does not read stdin, %zu bytes buffered; closing its stdin", p->marker, p->in.len);
@@ -604,6 +699,18 @@ int exec_handle(uint8_t type, uint32_t chan, struct rd *r) {
             if (was_below && p->in.len >= STDIN_HIGH) p->in_progress_at = now_ms(); /* the stall clock starts now */
         }
         pump_stdin(p);
+        return 0;
+    }
+    if (type == T_RESIZE) {
+        uint16_t cols, rows;
+        if (rd_u16(r, &cols) < 0 || rd_u16(r, &rows) < 0 || rd_left(r) != 0) {
+            protocol_error("malformed RESIZE on channel %u (%zu bytes)", chan, r->len);
+            return -1;
+        }
+        /* a run that ended, has no terminal, or a size out of range: nothing to do (the host checks sizes first) */
+        struct winsize ws = {.ws_row = rows, .ws_col = cols};
+        if (p && p->tty && p->fd_out >= 0 && cols >= 1 && rows >= 1 && cols <= TTY_MAX && rows <= TTY_MAX)
+            ioctl(p->fd_out, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH to the terminal's foreground group */
         return 0;
     }
     /* T_SIGNAL */
@@ -702,9 +809,10 @@ void exec_on_sigchld(void) {
                 p->status = status;
                 if (p->fd_status >= 0) {
                     /* a confined run: the init exited 0; the command's own status came first on the pipe */
-                    unsigned char b[4];
+                    unsigned char b[LEFT_REPORT + 1];
                     ssize_t n = read(p->fd_status, b, sizeof b);
-                    if (n == 4) p->status = (int)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+                    if (n >= 4) p->status = (int)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+                    if (n > 4 && (size_t)n <= LEFT_REPORT) keep_left(p, b + 4, (size_t)n - 4);
                     close_fd(&p->fd_status);
                 }
                 p->grace_at = now_ms() + DRAIN_GRACE_MS;

@@ -33,6 +33,7 @@ struct tun {
 };
 
 int g_tunnel_windows;
+int g_exit_left;
 static int g_lfd = -1;
 static uint16_t g_port;
 static struct tun *g_tuns;

@@ -11,7 +11,7 @@ import java.util.List;
 /**
  * The {@code berth} program (the jar's main class): the command line ({@link Cli}) over this package's server
  * wiring, which reads the operator config, builds the engine on the drivers ({@link Drivers}) and serves MCP on
- * stdio ({@link ServeStdio}) or HTTP ({@link ServeHttp}), or builds an image from a recipe ({@link BuildImage}).
+ * stdio ({@link ServeStdio}) or HTTP ({@link ServeHttp}), or builds an image from a recipe ({@link BuildImage}), or opens a terminal in a workspace ({@link Shell}).
  */
 public final class Main implements Backend {
     private Main() {}
@@ -74,6 +74,9 @@ public final class Main implements Backend {
     public int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err) {
         return BuildImage.run(opts, recipe, name, stepTimeoutSeconds, out, err);
     }
+
+    @Override
+    public int shell(Options opts, String workspace, String command, PrintStream err) { return Shell.run(opts, workspace, command, err); }
 
     @Override
     public List<IsolationDriver> drivers(Options opts) { return Drivers.all(opts); }

@@ -32,4 +32,30 @@ class RunResultSchemaTest {
         SchemaCheck.assertValid("run", tree);
         org.junit.jupiter.api.Assertions.assertEquals("registry.npmjs.org", tree.get("egress_filtered").get(0).get("host").asString());
     }
+
+    @Test
+    void runResult_withStoppedProcesses_isValidAndListsThem() {
+        RunResult r = new RunResult("ws-1", 0, 0, "started\n", "", 8, 0, false, false, 12, false, false,
+                "1 process(es) the command started were still running when it ended and were stopped", List.of(), List.of(),
+                List.of(), null, null, null, null, null, null, null, List.of(),
+                List.of(new RunResult.StoppedProcess(7, "npm run dev"), new RunResult.StoppedProcess(9, "[node]")));
+        var tree = McpBridge.JSON.valueToTree(Results.run(r));
+        SchemaCheck.assertValid("run", tree);
+        org.junit.jupiter.api.Assertions.assertEquals("npm run dev", tree.get("stopped_processes").get(0).get("command").asString());
+        var none = McpBridge.JSON.valueToTree(Results.run(new RunResult("ws-1", 0, 0, "", "", 0, 0, false, false, 1, false, false,
+                null, List.of(), List.of(), List.of(), null, null, null, null, null, null, null)));
+        org.junit.jupiter.api.Assertions.assertFalse(none.has("stopped_processes"), "absent when none: " + none);
+    }
+
+    @Test
+    void processStatus_ofATerminalProcess_carriesItsScreen_andIsValid() {
+        var p = new dev.berth.engine.api.ProcessStatus("p-0123456789", "ws-1", 7, "python3 -q", true, null, 0, false,
+                ">>> 6*7\r\n42\r\n>>> ", "", 0, 20, 0, 0, 0, 0, 30, null, ">>> 6*7\n42\n>>>");
+        var tree = McpBridge.JSON.valueToTree(Results.process(p));
+        SchemaCheck.assertValid("run", tree);
+        org.junit.jupiter.api.Assertions.assertEquals(">>> 6*7\n42\n>>>", tree.get("screen").asString());
+        var pipes = McpBridge.JSON.valueToTree(Results.process(new dev.berth.engine.api.ProcessStatus("p-0123456789", "ws-1", 7,
+                "sleep 9", true, null, 0, false, "", "", 0, 0, 0, 0, 0, 0, 30, null)));
+        org.junit.jupiter.api.Assertions.assertFalse(pipes.has("screen"), "no screen for a process on pipes: " + pipes);
+    }
 }

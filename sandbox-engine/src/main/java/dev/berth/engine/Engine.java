@@ -270,18 +270,36 @@ public final class Engine implements AutoCloseable {
     public ProcessStatus process(Tenant tenant, String ref, String processId, Long stdoutSince, Long stderrSince,
                                  int waitSeconds, String signal, int maxBytes) throws EngineException {
         Workspace ws = registry.resolve(tenant, ref);
+        BackgroundProcess bp = backgroundProcess(tenant, ref, ws, processId);
+        String note = bp.signalAndWait(signal, waitSeconds);
+        ws.touch();
+        return bp.read(stdoutSince, stderrSince, maxBytes, note);
+    }
+
+    /**
+     * Drives a terminal process (run {tty}): types {@code stdin} (may be empty), then its EOF character when
+     * {@code endOfInput}, and sets its size when {@code size} is given. Read what it shows with {@link #process}.
+     */
+    public void terminal(Tenant tenant, String ref, String processId, byte[] stdin, boolean endOfInput,
+                         RunRequest.Terminal size) throws EngineException {
+        Workspace ws = registry.resolve(tenant, ref);
+        BackgroundProcess bp = backgroundProcess(tenant, ref, ws, processId);
+        if (size != null) bp.resize(size.cols(), size.rows());
+        if (stdin.length > 0 || endOfInput) bp.input(stdin, endOfInput);
+        ws.touch();
+    }
+
+    private BackgroundProcess backgroundProcess(Tenant tenant, String ref, Workspace ws, String processId) throws EngineException {
         BackgroundProcess bp = BackgroundProcess.of(ws, processId);
         if (bp == null) {
             throw new EngineException(Kind.NOT_FOUND, "no background process '" + processId + "' in workspace '" + ws.label()
                     + "' (processes end when a namespace or gVisor workspace is parked, and when a workspace cold-boots)");
         }
         if (bp.suspended() && ws.state() == WorkspaceState.PARKED) {
-            // frozen in a parked microVM: resume the workspace, which re-attaches it, then read on
+            // frozen in a parked microVM: resume the workspace, which re-attaches it, then go on
             withSandbox(tenant, ref, WorkspaceAction.RUN, (w, sandbox, resumed) -> null);
         }
-        String note = bp.signalAndWait(signal, waitSeconds);
-        ws.touch();
-        return bp.read(stdoutSince, stderrSince, maxBytes, note);
+        return bp;
     }
 
     // ---------------------------------------------------------------- files

@@ -286,12 +286,24 @@ public abstract class AbstractEscapeTest {
         }
     }
 
+    /** Backgrounded and double-forked processes end with their run, and its result says which ones it stopped. */
     @Test
-    void backgroundedProcesses_endWithTheirRun() throws Exception {
-        RunResult r = sh("(sleep 1234 &) ; setsid sh -c 'sleep 1235' </dev/null >/dev/null 2>&1 & echo started");
+    void backgroundedProcesses_endWithTheirRun_listedInTheResult() throws Exception {
+        // waits (inside the run) until both have exec'd, so their command lines are the sleeps, not the forking shell
+        RunResult r = sh("(sleep 1234 &) ; setsid sh -c 'sleep 1235' </dev/null >/dev/null 2>&1 &"
+                + " for i in $(seq 200); do ps=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ');"
+                + " case $ps in *'sleep 1234'*'sleep 1235'*|*'sleep 1235'*'sleep 1234'*) break;; esac; sleep 0.05; done; echo started");
         assertEquals("started\n", r.stdout());
+        List<String> stopped = r.stoppedProcesses().stream().map(RunResult.StoppedProcess::command).toList();
+        assertTrue(stopped.stream().anyMatch(c -> c.equals("sleep 1234")), "stopped_processes: " + r.stoppedProcesses());
+        assertTrue(stopped.stream().anyMatch(c -> c.contains("sleep 1235")), "stopped_processes: " + r.stoppedProcesses());
+        assertTrue(r.stoppedProcesses().stream().allMatch(p -> p.pid() > 1), "pids inside the run: " + r.stoppedProcesses());
+        assertTrue(r.note() != null && r.note().contains(r.stoppedProcesses().size() + " process(es)")
+                && r.note().contains("background: true"), "note: " + r.note());
         RunResult after = sh("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '");
         assertFalse(after.stdout().contains("sleep 123"), "a backgrounded process outlived its run: " + after.stdout());
+        assertEquals(List.of(), after.stoppedProcesses(), "a run that leaves nothing behind lists nothing");
+        assertEquals(null, after.note());
     }
 
     // ---------------------------------------------------------------- privileges

@@ -29,6 +29,12 @@ public interface Backend {
     /** {@code berth image build}: builds {@code recipe} as image {@code name}; returns the exit status. */
     int buildImage(Options opts, Path recipe, String name, int stepTimeoutSeconds, PrintStream out, PrintStream err);
 
+    /**
+     * {@code berth shell}: runs {@code command} on a terminal in {@code workspace} (resumed first if parked), wired to
+     * this process's terminal until it ends; returns its exit status (1 when refused, with the reason on {@code err}).
+     */
+    int shell(Options opts, String workspace, String command, PrintStream err);
+
     /** The isolation drivers this build offers, strongest first. */
     List<IsolationDriver> drivers(Options opts);
 

@@ -25,7 +25,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
         description = "Isolated workspaces for coding agents, served over MCP.",
         footer = "%nRun 'berth COMMAND --help' for a command's options; exit status 2 is a usage error.",
         subcommands = {StdioCommand.class, HttpCommand.class, NodeCommand.class, FleetCommand.class, SetupCommand.class, LauncherCommand.class, DoctorCommand.class,
-                AuditCommand.class, ImageCommand.class, Cli.VersionCommand.class, CommandLine.HelpCommand.class})
+                AuditCommand.class, ImageCommand.class, ShellCommand.class, Cli.VersionCommand.class, CommandLine.HelpCommand.class})
 public final class Cli implements Callable<Integer> {
     final Backend backend;
     final PrintStream out;

@@ -47,6 +47,15 @@ public final class Args {
         throw wrongType(name, "an integer", v);
     }
 
+    /** A terminal size {cols, rows} (range checked by the engine), or null when absent. */
+    public dev.berth.engine.api.RunRequest.Terminal size(String name) throws EngineException {
+        Object v = raw.get(name);
+        if (v == null) return null;
+        if (!(v instanceof Map<?, ?> m) || !m.keySet().equals(java.util.Set.of("cols", "rows"))) throw wrongType(name, "an object {cols, rows}", v);
+        @SuppressWarnings("unchecked") Args inner = new Args((Map<String, Object>) m);
+        return new dev.berth.engine.api.RunRequest.Terminal(inner.integer("cols"), inner.integer("rows"));
+    }
+
     public boolean bool(String name, boolean dflt) throws EngineException {
         Object v = raw.get(name);
         if (v == null) return dflt;

@@ -105,13 +105,14 @@ public final class Results {
                @JsonInclude(JsonInclude.Include.NON_NULL) String expiresAt,
                @JsonInclude(JsonInclude.Include.NON_EMPTY) List<SecretUse> secretsUsed,
                @JsonInclude(JsonInclude.Include.NON_NULL) String runId,
-               @JsonInclude(JsonInclude.Include.NON_NULL) Map<String, Object> receipt) {}
+               @JsonInclude(JsonInclude.Include.NON_NULL) Map<String, Object> receipt,
+               @JsonInclude(JsonInclude.Include.NON_EMPTY) List<RunResult.StoppedProcess> stoppedProcesses) {}
 
     /** A background process, in the run result's shape (exit_code null while it runs). */
     record Process(String workspace, Integer exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                    long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs, boolean timedOut,
                    boolean resumed, String note, String process, int pid, boolean running, long stdoutNext,
-                   long stderrNext) {}
+                   long stderrNext, @JsonInclude(JsonInclude.Include.NON_NULL) String screen) {}
 
     record Park(@JsonUnwrapped Workspace workspace, boolean memoryKept, boolean alreadyParked, long stateBytes,
                 long durationMs, String note) {}
@@ -147,7 +148,7 @@ public final class Results {
         return map(new Run(r.workspace(), r.exitCode(), r.signal(), r.stdout(), r.stderr(), r.stdoutBytes(),
                 r.stderrBytes(), r.stdoutTruncated(), r.stderrTruncated(), r.durationMs(), r.timedOut(), r.resumed(),
                 r.note(), r.agentConfigChanges(), r.egressDenied(), r.egressFiltered(), r.recovered(),
-                text(r.idleParkAt()), text(r.expiresAt()), r.secretsUsed(), r.runId(), r.receipt()));
+                text(r.idleParkAt()), text(r.expiresAt()), r.secretsUsed(), r.runId(), r.receipt(), r.stoppedProcesses()));
     }
 
     public static Map<String, Object> process(ProcessStatus p) {
@@ -158,7 +159,7 @@ public final class Results {
         }
         return map(new Process(p.workspace(), p.exitCode(), p.signal(), p.stdout(), p.stderr(), p.stdoutNext(),
                 p.stderrNext(), p.stdoutDropped() > 0, p.stderrDropped() > 0, p.durationMs(), p.timedOut(), false, note,
-                p.process(), p.pid(), p.running(), p.stdoutNext(), p.stderrNext()));
+                p.process(), p.pid(), p.running(), p.stdoutNext(), p.stderrNext(), p.screen()));
     }
 
     public static Map<String, Object> park(ParkResult r) {

@@ -159,6 +159,18 @@ public final class Tools {
 
     private static int or(Integer v, int d) { return v == null ? d : v; }
 
+    /** Input for a terminal process: text as UTF-8, or base64 for bytes. */
+    private static byte[] input(String stdin, String encoding) throws EngineException {
+        if (stdin == null) return new byte[0];
+        if (encoding == null || encoding.equals("text")) return stdin.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (!encoding.equals("base64")) throw new EngineException(Kind.INVALID_ARGUMENT, "stdin_encoding '" + encoding + "' is not text or base64");
+        try {
+            return java.util.Base64.getDecoder().decode(stdin);
+        } catch (IllegalArgumentException e) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is not valid base64: " + e.getMessage());
+        }
+    }
+
     private static long orLong(Long v, long d) { return v == null ? d : v; }
 
     private Map<String, Object> run(McpSyncServerExchange ex, Args a, CallToolRequest req) throws EngineException {
@@ -166,6 +178,12 @@ public final class Tools {
         if (process != null) {
             if (a.string("command") != null) {
                 throw new EngineException(Kind.INVALID_ARGUMENT, "give either command (to start something) or process (to follow or stop a background process), not both");
+            }
+            String stdin = a.string("stdin");
+            var resize = a.size("resize");
+            boolean eof = a.bool("end_of_input", false);
+            if (stdin != null || resize != null || eof) {
+                engine.terminal(tenants.apply(ex), a.requiredString("workspace"), process, input(stdin, a.string("stdin_encoding")), eof, resize);
             }
             Integer wait = a.integer("wait_s");
             Integer since = a.integer("since_stdout");
@@ -175,12 +193,15 @@ public final class Tools {
                     since == null ? null : since.longValue(), sinceErr == null ? null : sinceErr.longValue(),
                     wait == null ? 0 : wait, a.string("signal"), max == null ? DEFAULT_PROCESS_READ : max));
         }
-        if (a.string("signal") != null || a.integer("wait_s") != null) {
-            throw new EngineException(Kind.INVALID_ARGUMENT, "signal and wait_s go with process (a background process id)");
+        if (a.string("signal") != null || a.integer("wait_s") != null || a.size("resize") != null || a.bool("end_of_input", false)) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "signal, wait_s, resize and end_of_input go with process (a background process id)");
         }
+        if (a.string("stdin_encoding") != null) throw new EngineException(Kind.INVALID_ARGUMENT, "stdin_encoding goes with process (input to a terminal process)");
+        var tty = a.size("tty");
+        if (tty != null && !a.bool("background", false)) throw new EngineException(Kind.INVALID_ARGUMENT, "tty needs background: true");
         var rr = new RunRequest(a.requiredString("workspace"), a.requiredString("command"), a.string("cwd"),
                 a.stringMap("env"), a.integer("timeout_s"), a.string("stdin"), a.integer("max_output_bytes"),
-                a.stringList("egress"), a.stringList("secrets"));
+                a.stringList("egress"), a.stringList("secrets"), tty);
         CallPhases.mark("mcp.arguments");
         if (a.bool("background", false)) return Results.process(engine.startBackground(tenants.apply(ex), rr));
         Object token = req.meta() == null ? null : req.meta().get("progressToken");

@@ -42,6 +42,13 @@ class OptionsTest {
         }
 
         @Override
+        public int shell(Options o, String workspace, String command, PrintStream err) {
+            opts = o;
+            called = "shell " + workspace + " " + command;
+            return 0;
+        }
+
+        @Override
         public List<IsolationDriver> drivers(Options o) { return List.of(); }
 
         @Override

@@ -66,7 +66,7 @@ public final class AgentClient implements AutoCloseable {
         c.reader.start();
         try {
             int caps = Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH
-                    | Protocol.CAP_TUNNEL_WINDOW;
+                    | Protocol.CAP_TUNNEL_WINDOW | Protocol.CAP_EXIT_LEFT;
             c.send(Protocol.HELLO, 0, new PayloadWriter().u16(Protocol.VERSION).u32(caps).str(HOST_NAME).toBytes());
             Frame f = c.await(c.hello, helloTimeout, "HELLO");
             PayloadReader r = new PayloadReader(f);
@@ -94,6 +94,9 @@ public final class AgentClient implements AutoCloseable {
     /** Whether the agent runs every command confined below itself ({@code --isolate-runs}, HELLO cap CAP_CONFINED_RUNS). */
     public boolean confinedRuns() { return (agentCaps & Protocol.CAP_CONFINED_RUNS) != 0; }
 
+    /** Whether EXIT lists the processes a run left behind (HELLO cap CAP_EXIT_LEFT, announced by both sides). */
+    boolean exitLeft() { return (agentCaps & Protocol.CAP_EXIT_LEFT) != 0; }
+
     /** Build id the agent announced in its HELLO. */
     public String agentName() { return agentName; }
 
@@ -107,16 +110,17 @@ public final class AgentClient implements AutoCloseable {
 
     /** Starts a process. Output arrives on {@code listener}; the returned handle completes when EXIT arrives. */
     public ExecHandle exec(ExecRequest request, ExecListener listener) throws IOException {
-        byte[] payload = new PayloadWriter()
-                .u32(request.stdinOpen() ? Protocol.EXEC_STDIN : 0)
+        if (request.tty() && (agentCaps & Protocol.CAP_TTY) == 0) throw new AgentException(95, "agent '" + agentName + "' cannot run on a terminal (no CAP_TTY; it predates it)");
+        PayloadWriter w = new PayloadWriter()
+                .u32((request.stdinOpen() ? Protocol.EXEC_STDIN : 0) | (request.tty() ? Protocol.EXEC_TTY : 0))
                 .u32(request.timeoutMillis())
                 .str(request.cwd())
                 .strList(request.argv())
-                .strList(request.env())
-                .toBytes();
+                .strList(request.env());
+        byte[] payload = (request.tty() ? w.u16(request.cols()).u16(request.rows()) : w).toBytes();
         int chan = allocate();
         String run = agentSession == null ? null : agentSession + "-" + Integer.toUnsignedString(chan);
-        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen(), run, false);
+        ExecChannel ec = new ExecChannel(this, chan, listener, request.stdinOpen() || request.tty(), run, false, request.tty());
         channels.put(chan, ec);
         try {
             send(Protocol.EXEC, chan, payload);
@@ -137,11 +141,14 @@ public final class AgentClient implements AutoCloseable {
      * meanwhile, the handle's exit completes right after. {@link ExecHandle#droppedWhileDetached()} says how many
      * older output bytes the agent had to drop. Fails with errno 2 (ENOENT) when the agent knows no such run.
      */
-    public ExecHandle attach(String run, ExecListener listener) throws IOException {
+    public ExecHandle attach(String run, ExecListener listener) throws IOException { return attach(run, listener, false); }
+
+    /** {@link #attach(String, ExecListener)} of a run on a terminal ({@code tty}): it takes input and resizes again. */
+    public ExecHandle attach(String run, ExecListener listener, boolean tty) throws IOException {
         if (run == null || run.isEmpty() || run.length() > 47) throw new IllegalArgumentException("run name must be 1..47 characters: " + run);
         if (!supportsAttach()) throw new AgentException(95, "agent '" + agentName + "' cannot re-attach runs (no CAP_ATTACH; it predates it)");
         int chan = allocate();
-        ExecChannel ec = new ExecChannel(this, chan, listener, false, run, true);
+        ExecChannel ec = new ExecChannel(this, chan, listener, tty, run, true, tty);
         channels.put(chan, ec);
         try {
             send(Protocol.ATTACH, chan, new PayloadWriter().str(run).toBytes());

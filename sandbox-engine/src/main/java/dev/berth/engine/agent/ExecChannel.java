@@ -17,8 +17,11 @@ final class ExecChannel implements ExecHandle {
     /** Whether this channel took over a run by ATTACH (answered by ATTACHED instead of STARTED). */
     private final boolean attach;
     private volatile long dropped;
+    /** On a terminal (EXEC_TTY): input is typed, end of input is ^D (the terminal stays), RESIZE applies. */
+    private final boolean tty;
 
-    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen, String run, boolean attach) {
+    ExecChannel(AgentClient client, int chan, ExecListener listener, boolean stdinOpen, String run, boolean attach, boolean tty) {
+        this.tty = tty;
         this.client = client;
         this.chan = chan;
         this.listener = listener;
@@ -56,8 +59,9 @@ final class ExecChannel implements ExecHandle {
                 int code = r.i32();
                 int sig = r.i32();
                 int timedOut = r.u8();
+                ExecExit e = client.exitLeft() ? withLeft(r, code, sig, timedOut != 0) : new ExecExit(code, sig, timedOut != 0);
                 r.end();
-                exit.complete(new ExecExit(code, sig, timedOut != 0));
+                exit.complete(e);
                 return true;
             }
             case Protocol.ERROR -> {
@@ -67,6 +71,23 @@ final class ExecChannel implements ExecHandle {
             }
             default -> throw new ProtocolException("unexpected " + f + " on exec channel " + chan);
         }
+    }
+
+    /** EXIT's CAP_EXIT_LEFT tail: u32 total, u32 listed, listed x (u32 pid, str command). */
+    private static ExecExit withLeft(PayloadReader r, int code, int sig, boolean timedOut) throws ProtocolException {
+        int total = r.i32();
+        int listed = r.i32();
+        if (listed < 0 || listed > Protocol.LEFT_LISTED || total < listed) {
+            throw new ProtocolException("EXIT lists " + Integer.toUnsignedString(listed) + " of " + Integer.toUnsignedString(total) + " processes left");
+        }
+        var left = new java.util.ArrayList<ExecExit.LeftProcess>(listed);
+        for (int i = 0; i < listed; i++) {
+            int pid = r.i32();
+            String cmd = r.str();
+            if (pid <= 0 || cmd.length() > Protocol.LEFT_COMMAND) throw new ProtocolException("EXIT lists a left process with pid " + pid + " and a " + cmd.length() + "-character command");
+            left.add(new ExecExit.LeftProcess(pid, cmd));
+        }
+        return new ExecExit(code, sig, timedOut, left, total);
     }
 
     private void requireStarted(Frame f) throws ProtocolException {
@@ -93,7 +114,7 @@ final class ExecChannel implements ExecHandle {
     @Override
     public void writeStdin(byte[] data) throws IOException {
         // the agent would drop these bytes silently; a caller bug should be loud
-        if (!stdinOpen || attach) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
+        if (!stdinOpen || (attach && !tty)) throw new IllegalStateException("channel " + chan + " was started without stdinOpen; its stdin is /dev/null");
         if (stdinClosed) throw new IllegalStateException("stdin of channel " + chan + " is already closed");
         // an empty STDIN frame means "close", so empty writes are simply not sent; large ones are split
         for (int off = 0; off < data.length; off += Protocol.MAX_PAYLOAD) {
@@ -105,7 +126,7 @@ final class ExecChannel implements ExecHandle {
     @Override
     public void closeStdin() throws IOException {
         if (stdinClosed) return;
-        stdinClosed = true;
+        stdinClosed = !tty; // on a terminal the agent types ^D: more input may follow
         client.send(Protocol.STDIN, chan, new byte[0], 0, 0);
     }
 
@@ -113,6 +134,15 @@ final class ExecChannel implements ExecHandle {
     public void signal(int signo) throws IOException {
         if (signo < 1 || signo > 64) throw new IllegalArgumentException("signal number out of range 1..64: " + signo);
         client.send(Protocol.SIGNAL, chan, new PayloadWriter().u32(signo).toBytes(), 0, 4);
+    }
+
+    @Override
+    public void resize(int cols, int rows) throws IOException {
+        if (!tty) throw new IllegalStateException("channel " + chan + " has no terminal to resize");
+        if (cols < 1 || rows < 1 || cols > Protocol.TTY_MAX || rows > Protocol.TTY_MAX) {
+            throw new IllegalArgumentException("terminal size " + cols + "x" + rows + " is outside 1.." + Protocol.TTY_MAX);
+        }
+        client.send(Protocol.RESIZE, chan, new PayloadWriter().u16(cols).u16(rows).toBytes(), 0, 4);
     }
 
     @Override

@@ -18,6 +18,8 @@ public interface ExecHandle {
     int channel();
     void writeStdin(byte[] data) throws IOException;
     void closeStdin() throws IOException;
+    /** Sets the terminal size of a run started on a terminal ({@link ExecRequest#tty()}); its programs see SIGWINCH. */
+    default void resize(int cols, int rows) throws IOException { throw new IllegalStateException("this run has no terminal"); }
     /** Sends {@code signo} to the whole process tree of this run. */
     void signal(int signo) throws IOException;
     /** Completes with the EXIT frame, or exceptionally with {@link AgentException} if the connection is lost. */

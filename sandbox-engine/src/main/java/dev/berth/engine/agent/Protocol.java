@@ -23,6 +23,7 @@ final class Protocol {
     static final int EXIT = 0x16;
     static final int ATTACH = 0x17;
     static final int ATTACHED = 0x18;
+    static final int RESIZE = 0x19;
     static final int FILE_READ = 0x20;
     static final int FILE_WRITE = 0x21;
     static final int FILE_LIST = 0x22;
@@ -46,7 +47,10 @@ final class Protocol {
     static final int CAP_PORTS = 0x20;
     static final int CAP_ATTACH = 0x40;
     static final int CAP_TUNNEL_WINDOW = 0x80;
+    static final int CAP_EXIT_LEFT = 0x100;
+    static final int CAP_TTY = 0x200;
     static final int EXEC_STDIN = 0x1;
+    static final int EXEC_TTY = 0x2;
     static final int WRITE_TRUNCATE = 0x1;
     static final int WRITE_APPEND = 0x2;
     static final int WRITE_MKDIRS = 0x4;
@@ -59,6 +63,9 @@ final class Protocol {
     static final int PORT_WINDOW = 262144;
     static final int TUNNEL_WINDOW = 1048576;
     static final int DETACHED_KEEP = 262144;
+    static final int TTY_MAX = 1000;
+    static final int LEFT_LISTED = 16;
+    static final int LEFT_COMMAND = 200;
 
     /** Bytes before the payload: u32 len, u8 type, u32 chan. */
     static final int HEADER = 9;
@@ -71,7 +78,7 @@ final class Protocol {
         return switch (type) {
             case HELLO -> "HELLO"; case PING -> "PING"; case PONG -> "PONG"; case ERROR -> "ERROR"; case OK -> "OK";
             case EXEC -> "EXEC"; case STARTED -> "STARTED"; case STDIN -> "STDIN"; case STDOUT -> "STDOUT";
-            case STDERR -> "STDERR"; case SIGNAL -> "SIGNAL"; case EXIT -> "EXIT"; case ATTACH -> "ATTACH"; case ATTACHED -> "ATTACHED"; case FILE_READ -> "FILE_READ";
+            case STDERR -> "STDERR"; case SIGNAL -> "SIGNAL"; case EXIT -> "EXIT"; case ATTACH -> "ATTACH"; case ATTACHED -> "ATTACHED"; case RESIZE -> "RESIZE"; case FILE_READ -> "FILE_READ";
             case FILE_WRITE -> "FILE_WRITE"; case FILE_LIST -> "FILE_LIST"; case SYNC -> "SYNC";
             case CLOCK_SET -> "CLOCK_SET"; case RNG_SEED -> "RNG_SEED"; case TUNNEL_OPEN -> "TUNNEL_OPEN";
             case DATA -> "DATA"; case CLOSE -> "CLOSE"; case RESET -> "RESET";

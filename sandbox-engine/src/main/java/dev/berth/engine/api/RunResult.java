@@ -21,13 +21,28 @@ import java.time.Instant;
  * @param receipt      the signed receipt (see {@code dev.berth.engine.audit.Receipts}), null until issued
  * @param egressFiltered registry metadata the egress proxy filtered while the run was active (versions hidden by the
  *                     release age or the advisory feed), with the reason
+ * @param stoppedProcesses processes the (foreground) command started that were still alive when it ended, and were
+ *                     stopped with it (the first ones by pid; {@code note} gives the count); empty when none
  */
 public record RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
                         long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
                         boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
                         java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
                         String recovered, Instant idleParkAt, Instant expiresAt, String stdoutSha256, String stderrSha256,
-                        String runId, java.util.Map<String, Object> receipt, java.util.List<EgressFiltered> egressFiltered) {
+                        String runId, java.util.Map<String, Object> receipt, java.util.List<EgressFiltered> egressFiltered,
+                        java.util.List<StoppedProcess> stoppedProcesses) {
+
+    /** A result without stopped processes (the shape before foreground runs said what they stopped). */
+    public RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
+                     long stderrBytes, boolean stdoutTruncated, boolean stderrTruncated, long durationMs,
+                     boolean timedOut, boolean resumed, String note, java.util.List<AgentConfigChange> agentConfigChanges,
+                     java.util.List<EgressDenial> egressDenied, java.util.List<SecretUse> secretsUsed,
+                     String recovered, Instant idleParkAt, Instant expiresAt, String stdoutSha256, String stderrSha256,
+                     String runId, java.util.Map<String, Object> receipt, java.util.List<EgressFiltered> egressFiltered) {
+        this(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated, stderrTruncated, durationMs,
+                timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered, idleParkAt, expiresAt,
+                stdoutSha256, stderrSha256, runId, receipt, egressFiltered, java.util.List.of());
+    }
 
     /** A result without filtered registry metadata (the shape before registry filtering existed). */
     public RunResult(String workspace, int exitCode, int signal, String stdout, String stderr, long stdoutBytes,
@@ -44,19 +59,19 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
     public RunResult withEgressFiltered(java.util.List<EgressFiltered> filtered) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, filtered);
+                idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, filtered, stoppedProcesses);
     }
 
     public RunResult withAgentConfigChanges(java.util.List<AgentConfigChange> changes, String said) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note == null ? said : note + "; " + said, changes,
-                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withResumed(String why) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, true, note == null ? why : why + "; " + note, agentConfigChanges,
-                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                egressDenied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withEgressDenied(java.util.List<EgressDenial> denied) {
@@ -66,29 +81,32 @@ public record RunResult(String workspace, int exitCode, int signal, String stdou
             n = n == null ? said : n + "; " + said;
         }
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, denied, secretsUsed, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withSecrets(java.util.List<SecretUse> used, String said) {
         String n = said == null ? note : note == null ? said : note + "; " + said;
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                stderrTruncated, durationMs, timedOut, resumed, n, agentConfigChanges, egressDenied, used, recovered, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withRecovered(String what) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
-                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, what, idleParkAt, expiresAt, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withLifecycle(Instant idlePark, Instant expires) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idlePark, expires, stdoutSha256, stderrSha256, runId, receipt, egressFiltered);
+                idlePark, expires, stdoutSha256, stderrSha256, runId, receipt, egressFiltered, stoppedProcesses);
     }
 
     public RunResult withReceipt(String id, java.util.Map<String, Object> signed) {
         return new RunResult(workspace, exitCode, signal, stdout, stderr, stdoutBytes, stderrBytes, stdoutTruncated,
                 stderrTruncated, durationMs, timedOut, resumed, note, agentConfigChanges, egressDenied, secretsUsed, recovered,
-                idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed, egressFiltered);
+                idleParkAt, expiresAt, stdoutSha256, stderrSha256, id, signed, egressFiltered, stoppedProcesses);
     }
+
+    /** A process a foreground run started that was still alive when its command ended (pid in the run's namespace). */
+    public record StoppedProcess(int pid, String command) {}
 }

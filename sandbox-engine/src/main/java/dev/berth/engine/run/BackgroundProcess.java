@@ -41,6 +41,9 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     private volatile long droppedWhileDetached;
     /** Why it could not be re-attached (it is then over for the engine); null otherwise. */
     private volatile String lostBecause;
+    /** A terminal process's screen (run {tty}); null for a process on pipes. */
+    private volatile TerminalScreen screen;
+    static final int MAX_INPUT = dev.berth.schemas.Limits.intValue("run.process_input_bytes");
     /** Called with each new EXEC/ATTACH channel, before its tunnels arrive (binds the run's egress). */
     volatile java.util.function.IntConsumer onChannel;
 
@@ -83,6 +86,59 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     private final java.util.concurrent.atomic.AtomicReference<Runnable> onEnd = new java.util.concurrent.atomic.AtomicReference<>();
 
     void attach(ExecHandle h) { this.handle = h; }
+
+    /** It runs on a terminal of this size (before {@link #attach}): its output also feeds a screen. */
+    void useTerminal(dev.berth.engine.api.RunRequest.Terminal t) {
+        if (t != null) screen = new TerminalScreen(t.cols(), t.rows());
+    }
+
+    /** Whether it runs on a terminal. */
+    public boolean tty() { return screen != null; }
+
+    /**
+     * Types {@code data} into its terminal, then (with {@code endOfInput}) the terminal's EOF character (^D). Refused
+     * for a process that ended (with its exit status), one on pipes, and input over the catalogue's bound.
+     */
+    public void input(byte[] data, boolean endOfInput) throws EngineException {
+        if (data.length > MAX_INPUT) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + data.length + " bytes; the limit per call is "
+                    + MAX_INPUT + " (run.process_input_bytes): send it in parts, or write a file and redirect");
+        }
+        ExecHandle h = usableTerminal("send input to");
+        try {
+            if (data.length > 0) h.writeStdin(data);
+            if (endOfInput) h.closeStdin();
+        } catch (java.io.IOException | IllegalStateException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "could not send input to process '" + id + "': " + e.getMessage(), e);
+        }
+    }
+
+    /** Sets its terminal's size (its programs get SIGWINCH) and the screen's. */
+    public void resize(int cols, int rows) throws EngineException {
+        Runner.checkSize(cols, rows);
+        ExecHandle h = usableTerminal("resize the terminal of");
+        try {
+            h.resize(cols, rows);
+        } catch (java.io.IOException | IllegalStateException e) {
+            throw new EngineException(Kind.UNAVAILABLE, "could not resize the terminal of process '" + id + "': " + e.getMessage(), e);
+        }
+        screen.resize(cols, rows);
+    }
+
+    private ExecHandle usableTerminal(String what) throws EngineException {
+        if (screen == null) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "cannot " + what + " process '" + id + "': it was started without"
+                    + " tty, so its stdin is /dev/null; start it with run {background: true, tty: {cols, rows}} to drive it");
+        }
+        ExecHandle h = handle;
+        if (!running() || h.exit().isDone()) {
+            ExecExit x = h.exit().isDone() && !h.exit().isCompletedExceptionally() ? h.exit().join() : null;
+            throw new EngineException(Kind.ILLEGAL_STATE, "cannot " + what + " process '" + id + "': it has ended"
+                    + (x == null ? "" : x.termSignal() != 0 ? " (killed by signal " + x.termSignal() + ")" : " (exit status " + x.exitCode() + ")")
+                    + "; read its last output with run {workspace, process}");
+        }
+        return h;
+    }
 
     /** Runs {@code r} once, when the process ends or is forgotten (park, close, restart), whichever comes first. */
     void onEnd(Runnable r) {
@@ -190,14 +246,16 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
             long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
             long o = out.total();
             long e = err.total();
+            // woken by new output (onStdout/onStderr) at once; the bounded wait also sees the end and a re-attach
             while (System.nanoTime() < deadline && running() && out.total() == o && err.total() == e) {
-                try {
-                    handle().exit().get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
-                } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException ignored) {
-                    // keep waiting: new output or the end, whichever comes first
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    break;
+                synchronized (outputSignal) {
+                    if (out.total() != o || err.total() != e) break;
+                    try {
+                        outputSignal.wait(50);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                 }
             }
         }
@@ -209,8 +267,21 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
     volatile java.time.Instant lastOutputAt;
     private final java.time.InstantSource clock;
 
-    @Override public void onStdout(byte[] data) { out.append(data); lastOutputAt = clock.instant(); }
-    @Override public void onStderr(byte[] data) { err.append(data); lastOutputAt = clock.instant(); }
+    /** Notified on new output, so a reader waiting for it ({@link #signalAndWait}) returns at once. */
+    private final Object outputSignal = new Object();
+
+    @Override public void onStdout(byte[] data) {
+        TerminalScreen sc = screen;
+        if (sc != null) sc.feed(data);
+        out.append(data);
+        lastOutputAt = clock.instant();
+        synchronized (outputSignal) { outputSignal.notifyAll(); }
+    }
+    @Override public void onStderr(byte[] data) {
+        err.append(data);
+        lastOutputAt = clock.instant();
+        synchronized (outputSignal) { outputSignal.notifyAll(); }
+    }
 
     @Override
     public boolean running() {
@@ -242,7 +313,7 @@ public final class BackgroundProcess implements ExecListener, TrackedProcess {
         return new ProcessStatus(id, workspace, h.pid(), command, x == null && !lost, code, x == null ? 0 : x.termSignal(),
                 x != null && x.timedOut(), new String(o.data(), StandardCharsets.UTF_8), new String(e.data(), StandardCharsets.UTF_8),
                 o.from(), o.next(), e.from(), e.next(), o.dropped(), e.dropped(), (System.nanoTime() - startedNanos) / 1_000_000,
-                said);
+                said, screen == null ? null : screen.text());
     }
 
     /** Stand-in handle of a process known from the record and not yet re-attached. */

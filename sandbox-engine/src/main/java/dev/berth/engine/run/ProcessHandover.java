@@ -55,7 +55,7 @@ public final class ProcessHandover {
             }
             String run = bp.handle().run();
             try {
-                ExecHandle h = ws.sandbox().agent().attach(run, bp);
+                ExecHandle h = ws.sandbox().agent().attach(run, bp, bp.tty());
                 bp.reattach(h);
                 LOG.log(System.Logger.Level.DEBUG, "re-attached background process " + bp.id + " of " + ws.label() + " (run " + run + ")");
             } catch (IOException | RuntimeException e) {

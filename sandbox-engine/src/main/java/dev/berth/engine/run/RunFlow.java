@@ -130,6 +130,7 @@ public final class RunFlow {
                              Policy narrowing) throws EngineException {
         ws.checkRoomForProcess(MAX_PROCESSES);
         BackgroundProcess bp = new BackgroundProcess(Ids.next("p-"), ws.id, req.command(), req.egress(), ws.clock);
+        bp.useTerminal(req.tty());
         long t0 = System.nanoTime();
         evidence.backgroundStarting(ws, bp.id, req);
         Session s = Session.begin(this, tenant, ws, bp.id, "background", req, narrowing, null); // its narrowing and tunnels

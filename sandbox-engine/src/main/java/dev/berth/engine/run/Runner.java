@@ -44,6 +44,8 @@ public final class Runner {
     private static final int MAX_STDIN = dev.berth.schemas.Limits.intValue("run.stdin_bytes");
     private static final int MIN_OUTPUT = dev.berth.schemas.Limits.intValue("run.output_bytes_min");
     private static final int MAX_OUTPUT = dev.berth.schemas.Limits.intValue("run.output_bytes_max");
+    static final int MAX_COLS = dev.berth.schemas.Limits.intValue("run.tty_cols_max");
+    static final int MAX_ROWS = dev.berth.schemas.Limits.intValue("run.tty_rows_max");
 
     private final EngineConfig config;
 
@@ -86,9 +88,32 @@ public final class Runner {
             throw new EngineException(Kind.INVALID_ARGUMENT, "stdin is " + stdin.length + " bytes; the limit is " + MAX_STDIN
                     + ". Write large inputs with a file and redirect");
         }
-        List<String> env = environment(ws, req.env(), injected);
-        var exec = new ExecRequest(List.of("/bin/sh", "-c", req.command()), env, cwd, timeout * 1000L, stdin != null);
+        var tty = req.tty();
+        if (tty != null && !background) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "tty needs background: true (a terminal process is driven with"
+                    + " run {workspace, process, stdin} and read as it goes)");
+        }
+        if (tty != null) checkSize(tty.cols(), tty.rows());
+        List<String> env = environment(ws, tty == null ? req.env() : withTerm(req.env()), injected);
+        var exec = new ExecRequest(List.of("/bin/sh", "-c", req.command()), env, cwd, timeout * 1000L, stdin != null || tty != null,
+                tty == null ? 0 : tty.cols(), tty == null ? 0 : tty.rows());
         return new Prepared(exec, stdin, timeout, maxOut, cwd);
+    }
+
+    /** A terminal size within the catalogue's bounds, or the refusal naming them. */
+    static void checkSize(int cols, int rows) throws EngineException {
+        if (cols < 1 || rows < 1 || cols > MAX_COLS || rows > MAX_ROWS) {
+            throw new EngineException(Kind.INVALID_ARGUMENT, "terminal size " + cols + "x" + rows + " is outside 1.." + MAX_COLS
+                    + " columns and 1.." + MAX_ROWS + " rows");
+        }
+    }
+
+    /** A terminal process's TERM: what the screen model renders, unless the run names its own. */
+    private static Map<String, String> withTerm(Map<String, String> env) {
+        Map<String, String> m = new TreeMap<>();
+        m.put("TERM", "xterm-256color");
+        if (env != null) m.putAll(env);
+        return m;
     }
 
     private static ExecHandle launch(Sandbox sandbox, Prepared p, ExecListener sink) throws EngineException {
@@ -96,7 +121,7 @@ public final class Runner {
             ExecHandle h = sandbox.agent().exec(p.exec(), sink);
             if (p.stdin() != null) {
                 if (p.stdin().length > 0) h.writeStdin(p.stdin());
-                h.closeStdin();
+                if (!p.exec().tty()) h.closeStdin(); // on a terminal, input goes on with run {process, stdin}
             }
             return h;
         } catch (AgentException e) {
@@ -180,10 +205,20 @@ public final class Runner {
         dev.berth.engine.metrics.CallPhases.mark("agent.started_to_exit");
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int code = exit.termSignal() != 0 ? 128 + exit.termSignal() : exit.exitCode();
-        String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : null;
+        String note = exit.timedOut() ? "timed out after " + timeout + " s; the whole process tree was killed" : stoppedNote(exit);
+        var stopped = exit.left().stream().map(l -> new RunResult.StoppedProcess(l.pid(), l.command())).toList();
         return new Ended(new RunResult(ws.id, code, exit.termSignal(), out.text(), err.text(), out.totalBytes(), err.totalBytes(),
                 out.truncated(), err.truncated(), ms, exit.timedOut(), false, note, List.of(), List.of(), List.of(), null, null, null,
-                out.sha256(), err.sha256(), null, null), before);
+                out.sha256(), err.sha256(), null, null, List.of(), stopped), before);
+    }
+
+    /** Says what a foreground command left running (the agent stopped it with the run), or null. */
+    static String stoppedNote(ExecExit exit) {
+        if (exit.leftTotal() == 0) return null;
+        String which = exit.left().stream().map(l -> l.pid() + " " + l.command()).reduce((a, b) -> a + ", " + b).orElse("");
+        return exit.leftTotal() + " process(es) the command started were still running when it ended and were stopped"
+                + " with it (" + which + (exit.leftTotal() > exit.left().size() ? ", ..." : "") + "; see stopped_processes);"
+                + " a process meant to outlive its run (a dev server, a watcher) needs background: true";
     }
 
     /** The ended run's result with the agent-config guard's findings (put back first in {@code revert} mode). */

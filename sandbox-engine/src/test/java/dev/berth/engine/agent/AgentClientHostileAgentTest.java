@@ -279,4 +279,47 @@ class AgentClientHostileAgentTest {
         assertTrue(e.getCause().getCause() instanceof AgentException, e.toString());
         assertFalse(client.isOpen());
     }
+
+    /** EXIT's list of processes left behind (CAP_EXIT_LEFT): read within its bounds, refused beyond them. */
+    @Test
+    void exitLeft_listedWithinBounds_reachesTheExit_overTheBound_isAProtocolViolation() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION, Protocol.CAP_EXIT_LEFT);
+        ExecHandle h = started(client);
+        int chan = h.channel();
+        fake.write(Protocol.EXIT, chan, new PayloadWriter().u32(0).u32(0).u8(0).u32(20).u32(1).u32(7).str("sleep 300").toBytes());
+        ExecExit x = h.exit().get(30, TimeUnit.SECONDS);
+        assertEquals(20, x.leftTotal());
+        assertEquals(List.of(new ExecExit.LeftProcess(7, "sleep 300")), x.left());
+        ExecHandle h2 = started(client);
+        PayloadWriter w = new PayloadWriter().u32(0).u32(0).u8(0).u32(17).u32(17);
+        for (int i = 0; i < 17; i++) w.u32(i + 2).str("x");
+        fake.write(Protocol.EXIT, h2.channel(), w.toBytes());
+        ExecutionException e = assertThrows(ExecutionException.class, () -> h2.exit().get(30, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof AgentException, e.toString());
+        assertFalse(client.isOpen(), "more than LEFT_LISTED listed breaks the protocol");
+    }
+
+    @Test
+    void ttyExec_toAnAgentWithoutCapTty_refusedBeforeAnythingIsSent() throws Exception {
+        AgentClient client = handshake(Protocol.VERSION);
+        AgentException e = assertThrows(AgentException.class,
+                () -> client.exec(new ExecRequest(List.of("sh"), List.of(), "/", 0, false, 80, 24), new AgentHarness.Output()));
+        assertEquals(95, e.errno(), e.getMessage());
+        assertTrue(client.isOpen());
+        client.close();
+    }
+
+    /** An EXEC on {@code client} that the fake agent answers with STARTED. */
+    private ExecHandle started(AgentClient client) throws Exception {
+        CompletableFuture<ExecHandle> exec = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.exec(new ExecRequest(List.of("x"), List.of(), "/", 0, false), new AgentHarness.Output());
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Frame req = fake.read();
+        fake.write(Protocol.STARTED, req.chan(), new PayloadWriter().u32(99).toBytes());
+        return exec.get(30, TimeUnit.SECONDS);
+    }
 }

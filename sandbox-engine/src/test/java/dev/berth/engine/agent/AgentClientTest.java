@@ -50,7 +50,7 @@ class AgentClientTest {
     void hello_handshake_announcesCapabilitiesAndAnswersPing() throws Exception {
         int caps = client.agentCapabilities();
         assertEquals(Protocol.CAP_EXEC | Protocol.CAP_FILES | Protocol.CAP_TUNNEL | Protocol.CAP_GUEST_OPS | Protocol.CAP_PORTS | Protocol.CAP_ATTACH
-                | Protocol.CAP_TUNNEL_WINDOW, caps, "caps 0x" + Integer.toHexString(caps));
+                | Protocol.CAP_TUNNEL_WINDOW | Protocol.CAP_TTY, caps, "caps 0x" + Integer.toHexString(caps));
         assertTrue(client.agentName().startsWith("berth-agent"), client.agentName());
         assertTrue(client.ping().compareTo(Duration.ofSeconds(5)) < 0);
         assertTrue(client.isOpen());
