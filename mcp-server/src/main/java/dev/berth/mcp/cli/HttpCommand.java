@@ -22,14 +22,11 @@ final class HttpCommand implements Callable<Integer> {
             + " tenants and quotas, allowed origins")
     Path config;
 
-    @Option(names = "--bind", paramLabel = "ADDR", description = "address to listen on (default: the config's, else 127.0.0.1)")
-    String bind;
-
-    @Option(names = "--port", paramLabel = "N", description = "port to listen on, 1-65535 (default: the config's, else 8080)")
-    String port;
+    @Mixin
+    ListenOptions listen;
 
     @Override
     public Integer call() throws Exception {
-        return Cli.of(spec).backend.http(common.options(spec, CommonOptions.port(spec, port), bind, config, null));
+        return Cli.of(spec).backend.http(common.options(spec, listen.port(spec), listen.bind, config, null));
     }
 }

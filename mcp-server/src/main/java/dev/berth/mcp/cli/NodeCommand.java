@@ -26,15 +26,12 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "FILE", description = "operator config (JSON), required, with a fleet section")
     Path config;
 
-    @Option(names = "--bind", paramLabel = "ADDR", description = "address to listen on (default: the config's, else 127.0.0.1)")
-    String bind;
-
-    @Option(names = "--port", paramLabel = "N", description = "port to listen on, 1-65535 (default: the config's, else 8080)")
-    String port;
+    @Mixin
+    ListenOptions listen;
 
     @Override
     public Integer call() throws Exception {
-        return Cli.of(spec).backend.node(common.options(spec, CommonOptions.port(spec, port), bind, config, null));
+        return Cli.of(spec).backend.node(common.options(spec, listen.port(spec), listen.bind, config, null));
     }
 
     /** {@code berth node cordon|uncordon ID --config FILE}: placement skips a cordoned node; its workspaces stay. */
