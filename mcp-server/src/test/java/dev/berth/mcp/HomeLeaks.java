@@ -15,8 +15,13 @@ import java.util.TreeSet;
  * a clean-up error ("Device or resource busy") somewhere later. It reports; it never unmounts or kills. Stateless.
  */
 final class HomeLeaks {
-    /** Processes killed a moment ago may still be on their way out (reaped by the kernel): how long the census settles. */
-    private static final long SETTLE_MILLIS = 5_000;
+    /**
+     * Processes killed a moment ago may still be on their way out (reaped by the kernel), and a loop device set to
+     * clear itself goes only when the last of them has let its mount go: how long the census settles. 5 s was too
+     * short with two end-to-end classes running at once (a pool's loop device was seen attached at 5 s and reused by
+     * another test later); a leak that lasts is still named, 30 s later.
+     */
+    private static final long SETTLE_MILLIS = 30_000;
 
     private HomeLeaks() {}
 
